@@ -1,0 +1,18 @@
+//! seamcut: cut text at its semantic seams.
+//!
+//! The library is organised as a pipeline of stages, each a module with one job (see
+//! `ARCHITECTURE.md`): [`segment`] finds paragraphs and sentences as byte [`span::Span`]s,
+//! [`sizer`] counts tokens and cuts oversize units, [`chunkers`] turn units into
+//! [`chunk::Chunk`]s, [`corpus`] reads documents and [`output`] writes chunks.
+
+pub mod chunk;
+pub mod chunkers;
+pub mod corpus;
+pub mod error;
+pub mod output;
+pub mod pipeline;
+pub mod segment;
+pub mod sizer;
+pub mod span;
+
+pub use error::{Error, Result};

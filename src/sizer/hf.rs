@@ -1,0 +1,124 @@
+//! Tokens of a Hugging Face `tokenizer.json` (the HF `tokenizers` crate), counted without
+//! special tokens and without the truncation or padding the file may configure.
+
+use std::path::Path;
+
+use tokenizers::Tokenizer;
+
+use super::Sizer;
+use crate::{Error, Result};
+
+#[derive(Debug, Clone)]
+pub struct HfSizer {
+    tokenizer: Tokenizer,
+    name: String,
+}
+
+impl HfSizer {
+    /// Load `tokenizer.json`, or the `tokenizer.json` inside a model directory.
+    ///
+    /// # Errors
+    /// If the file is missing or not a valid tokenizer.
+    pub fn from_file(path: &Path) -> Result<Self> {
+        let file = if path.is_dir() { path.join("tokenizer.json") } else { path.to_path_buf() };
+        let mut tokenizer = Tokenizer::from_file(&file)
+            .map_err(|e| Error::Tokenizer { path: file.clone(), message: e.to_string() })?;
+        Self::strip(&mut tokenizer);
+        Ok(Self { tokenizer, name: format!("tokenizer:{}", file.display()) })
+    }
+
+    /// The tokenizer of seamcut's default model (`models/default/tokenizer.json`, the
+    /// WordPiece vocabulary of all-MiniLM-L6-v2), compiled into the binary so that a fresh
+    /// install counts tokens the way the default model embeds them.
+    ///
+    /// # Panics
+    /// Never in practice: the embedded file is checked by a unit test.
+    #[must_use]
+    pub fn default_model() -> Self {
+        static JSON: &[u8] = include_bytes!("../../models/default/tokenizer.json");
+        let tokenizer = Tokenizer::from_bytes(JSON).expect("embedded default tokenizer parses");
+        Self::new(tokenizer, "tokenizer:default")
+    }
+
+    /// Wrap an already loaded tokenizer (its truncation and padding are switched off).
+    #[must_use]
+    pub fn new(mut tokenizer: Tokenizer, name: impl Into<String>) -> Self {
+        Self::strip(&mut tokenizer);
+        Self { tokenizer, name: name.into() }
+    }
+
+    fn strip(t: &mut Tokenizer) {
+        // A count must see the whole text: no truncation, no padding tokens.
+        let _ = t.with_truncation(None);
+        t.with_padding(None);
+    }
+
+    #[must_use]
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
+    }
+}
+
+impl Sizer for HfSizer {
+    fn count(&self, text: &str) -> usize {
+        if text.is_empty() {
+            return 0;
+        }
+        self.tokenizer.encode_fast(text, false).map_or_else(
+            // Encoding only fails on a broken tokenizer; fall back to a char count so a
+            // cap is still enforced rather than silently ignored.
+            |_| text.chars().count(),
+            |e| e.len(),
+        )
+    }
+
+    fn token_starts(&self, text: &str) -> Vec<usize> {
+        if text.is_empty() {
+            return Vec::new();
+        }
+        match self.tokenizer.encode(text, false) {
+            Ok(enc) => {
+                let mut out: Vec<usize> = enc.get_offsets().iter().map(|&(s, _)| s).collect();
+                // Offsets are bytes into `text` for the Rust API. Keep them monotone and on
+                // char boundaries (several tokens may share a start, e.g. byte-level BPE of one
+                // emoji); the cutter only needs places where a cut is allowed.
+                let mut last = 0;
+                for o in &mut out {
+                    let mut x = (*o).min(text.len()).max(last);
+                    while !text.is_char_boundary(x) {
+                        x -= 1;
+                    }
+                    *o = x.max(last);
+                    last = *o;
+                }
+                out
+            }
+            Err(_) => text.char_indices().map(|(i, _)| i).collect(),
+        }
+    }
+
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_model_counts_wordpieces() {
+        let s = HfSizer::default_model();
+        // "unaffable" is split into word pieces; no [CLS]/[SEP] are counted.
+        assert_eq!(s.count("Hello world"), 2);
+        assert!(s.count("unaffable") > 1);
+        assert_eq!(s.count(""), 0);
+        let long = "word ".repeat(1000);
+        assert_eq!(s.count(&long), 1000, "truncation from tokenizer.json must be off");
+        let t = "Hello, world! 你好";
+        let starts = s.token_starts(t);
+        assert_eq!(starts.len(), s.count(t));
+        assert!(starts.windows(2).all(|w| w[0] <= w[1]));
+        assert!(starts.iter().all(|&o| t.is_char_boundary(o)));
+    }
+}

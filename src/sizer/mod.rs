@@ -1,0 +1,80 @@
+//! Token counting: the [`Sizer`] trait and its implementations, one file each.
+//!
+//! A chunk's size is measured by the same tokenizer that will embed it
+//! ([`hf::HfSizer`], from a model's `tokenizer.json`), or by a cheap stand-in when no
+//! tokenizer is given ([`chars::CharSizer`], [`words::WordSizer`]). [`cut`] splits a span
+//! that is over a token cap at token boundaries.
+//!
+//! Counts never include special tokens (`[CLS]`, `[SEP]`): a cap of 512 means 512 tokens
+//! of text, as chonkie counts them.
+
+pub mod chars;
+pub mod cut;
+pub mod hf;
+pub mod words;
+
+pub use chars::CharSizer;
+pub use hf::HfSizer;
+pub use words::WordSizer;
+
+use std::sync::Arc;
+
+/// Measures text in tokens. Implementations are cheap to share between threads.
+pub trait Sizer: Send + Sync + std::fmt::Debug {
+    /// Number of tokens in `text`.
+    fn count(&self, text: &str) -> usize;
+
+    /// Byte offsets (into `text`, ascending, on char boundaries) at which each token starts.
+    /// `token_starts(t).len() == count(t)`. Used to cut text at token boundaries.
+    fn token_starts(&self, text: &str) -> Vec<usize>;
+
+    /// A short name for reports (`chars`, `words`, `tokenizer:PATH`).
+    fn name(&self) -> String;
+
+    /// Count many texts. The default runs them in parallel with rayon when there are many.
+    fn count_many(&self, texts: &[&str]) -> Vec<usize> {
+        use rayon::prelude::*;
+        if texts.len() >= 256 {
+            texts.par_iter().with_min_len(64).map(|t| self.count(t)).collect()
+        } else {
+            texts.iter().map(|t| self.count(t)).collect()
+        }
+    }
+}
+
+/// Which sizer to build; what the CLI's `--sizer`/`--tokenizer` flags map to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SizerSpec {
+    /// The default model's tokenizer (embedded in the binary).
+    Default,
+    Chars,
+    Words,
+    Tokenizer(std::path::PathBuf),
+}
+
+impl SizerSpec {
+    /// Parse the CLI's `--sizer` value: `default`, `chars`, `words`, or a path to a
+    /// `tokenizer.json` (or a model directory holding one).
+    #[must_use]
+    pub fn parse(s: &str) -> Self {
+        match s {
+            "default" => Self::Default,
+            "chars" => Self::Chars,
+            "words" => Self::Words,
+            path => Self::Tokenizer(path.into()),
+        }
+    }
+
+    /// Build the sizer.
+    ///
+    /// # Errors
+    /// If a tokenizer file cannot be read or parsed.
+    pub fn build(&self) -> crate::Result<Arc<dyn Sizer>> {
+        Ok(match self {
+            Self::Default => Arc::new(HfSizer::default_model()),
+            Self::Chars => Arc::new(CharSizer),
+            Self::Words => Arc::new(WordSizer),
+            Self::Tokenizer(path) => Arc::new(HfSizer::from_file(path)?),
+        })
+    }
+}
