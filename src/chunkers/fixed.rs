@@ -42,7 +42,10 @@ impl Chunker for FixedChunker {
         let sizer = self.sizer.as_ref();
         let k = self.opts.overlap;
         let step = self.opts.cap() - k;
-        let windows = cut(text, Span::new(0, text.len()), sizer, step, CutMode::Exact);
+        let windows: Vec<Span> = cut(text, Span::new(0, text.len()), sizer, step, CutMode::Exact)
+            .into_iter()
+            .map(|p| p.span)
+            .collect();
         let mut chunks: Vec<ChunkSpan> = Vec::with_capacity(windows.len());
         for (i, w) in windows.iter().enumerate() {
             let mut end = w.end;

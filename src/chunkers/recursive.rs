@@ -111,8 +111,8 @@ impl RecursiveChunker {
         if level == Level::Token {
             let pieces = cut(text, span, self.sizer.as_ref(), cap, CutMode::WordBoundary);
             for (k, p) in pieces.into_iter().enumerate() {
-                atoms.spans.push(p);
-                atoms.counts.push(self.sizer.count(p.text(text)));
+                atoms.spans.push(p.span);
+                atoms.counts.push(p.tokens);
                 atoms.barrier.push(k == 0);
             }
             return;

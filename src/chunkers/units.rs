@@ -69,8 +69,8 @@ pub fn spans_to_units(text: &str, cover: &[Span], sizer: &dyn Sizer, cap: usize)
             pieces.clear();
             cut_into(text, *s, sizer, cap, CutMode::WordBoundary, &mut pieces);
             for p in &pieces {
-                units.spans.push(*p);
-                units.tokens.push(sizer.count(p.text(text)));
+                units.spans.push(p.span);
+                units.tokens.push(p.tokens);
             }
         }
     }

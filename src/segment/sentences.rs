@@ -144,6 +144,11 @@ pub(crate) fn scan(text: &str, span: Span, out: &mut Vec<Span>) {
         let mut periods = usize::from(first == Term::Period);
         let mut ellipsis = first == Term::Ellipsis;
         while j < end {
+            // A spaced ellipsis (`. . .`) is one run.
+            if b[j] == b' ' && b[j - 1] == b'.' && j + 1 < end && b[j + 1] == b'.' {
+                j += 1;
+                continue;
+            }
             match term_at(b, j) {
                 Some((t, l)) => {
                     kinds_bang |= t == Term::Bang;
@@ -173,7 +178,7 @@ pub(crate) fn scan(text: &str, span: Span, out: &mut Vec<Span>) {
             // full-width full stop: not inside a number (３．１４)
             !(run_start > span.start && is_digit_before(b, run_start) && is_digit_at(b, run_end))
         } else {
-            decide_latin(text, span.start, run_start, run_end, j, end, kinds_bang, periods, ellipsis)
+            decide_latin(text, sent_start, run_start, run_end, j, end, kinds_bang, periods, ellipsis)
         };
         if cut {
             out.push(Span::new(sent_start, j));
@@ -211,7 +216,7 @@ fn is_digit_before(b: &[u8], i: usize) -> bool {
 #[inline]
 fn decide_latin(
     text: &str,
-    group_start: usize,
+    sent_start: usize,
     run_start: usize,
     run_end: usize,
     j: usize,
@@ -223,8 +228,9 @@ fn decide_latin(
     let b = text.as_bytes();
     let sp = space_len(b, j);
     if sp == 0 {
-        // No space: only a following CJK character ends the sentence (`Done!然后`).
-        return char_at(text, j).is_some_and(is_cjk);
+        // No space: only a following CJK character ends the sentence (`Done!然后`), and
+        // not after an ellipsis, which runs on inside Chinese sentences (`他说……我`).
+        return !ellipsis && char_at(text, j).is_some_and(is_cjk);
     }
     let mut k = j + sp;
     while k < end {
@@ -244,9 +250,16 @@ fn decide_latin(
         return true;
     }
     // A single period: look at the word before it.
-    let word = word_before(b, group_start, run_start);
+    let word = word_before(b, sent_start, run_start);
     if word.is_empty() {
         return true;
+    }
+    // An enumerator opening the sentence (`1. Open the box`, `b. Second item`).
+    if run_start - word.len() == sent_start
+        && (word.len() <= 3 && word.iter().all(u8::is_ascii_digit)
+            || word.len() == 1 && word[0].is_ascii_alphabetic())
+    {
+        return false;
     }
     if abbrev::never_ends(word) || abbrev::is_initial(word) || abbrev::is_dotted_acronym(word) {
         return false;

@@ -17,6 +17,13 @@ pub enum CutMode {
     WordBoundary,
 }
 
+/// A piece of a cut span and its token count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Piece {
+    pub span: Span,
+    pub tokens: usize,
+}
+
 /// Split `span` of `text` into contiguous pieces, each of at most `cap` tokens as counted by
 /// `sizer`, that together cover `span` exactly. A span that fits is returned as is.
 ///
@@ -24,20 +31,22 @@ pub enum CutMode {
 /// (e.g. an emoji that a byte-level BPE spells in 3 tokens with `cap < 3`); it is emitted
 /// alone rather than dropped or split inside the character.
 #[must_use]
-pub fn cut(text: &str, span: Span, sizer: &dyn Sizer, cap: usize, mode: CutMode) -> Vec<Span> {
+pub fn cut(text: &str, span: Span, sizer: &dyn Sizer, cap: usize, mode: CutMode) -> Vec<Piece> {
     let mut out = Vec::new();
     cut_into(text, span, sizer, cap, mode, &mut out);
     out
 }
 
 /// [`cut`] appending to `out`.
-pub fn cut_into(text: &str, span: Span, sizer: &dyn Sizer, cap: usize, mode: CutMode, out: &mut Vec<Span>) {
+pub fn cut_into(text: &str, span: Span, sizer: &dyn Sizer, cap: usize, mode: CutMode, out: &mut Vec<Piece>) {
     let cap = cap.max(1);
     let mut pos = span.start;
-    // Start with a window that usually holds well over `cap` tokens of prose.
-    let base_window = cap.saturating_mul(8).max(256);
+    // Start with a window that usually holds well over `cap` tokens of prose, then size
+    // windows from the bytes per token seen so far (a third more than the cap needs), so a
+    // long span is tokenized about 1.3 times rather than 8.
+    let mut next_window = cap.saturating_mul(8).max(256);
     while pos < span.end {
-        let mut wlen = base_window;
+        let mut wlen = next_window;
         loop {
             let wend = floor_boundary(text, (pos + wlen).min(span.end));
             let wend = if wend <= pos { ceil_boundary(text, pos + 1) } else { wend };
@@ -45,7 +54,7 @@ pub fn cut_into(text: &str, span: Span, sizer: &dyn Sizer, cap: usize, mode: Cut
             let starts = sizer.token_starts(window);
             let at_end = wend >= span.end;
             if at_end && starts.len() <= cap {
-                out.push(Span::new(pos, span.end));
+                out.push(Piece { span: Span::new(pos, span.end), tokens: starts.len() });
                 pos = span.end;
                 break;
             }
@@ -53,9 +62,11 @@ pub fn cut_into(text: &str, span: Span, sizer: &dyn Sizer, cap: usize, mode: Cut
             // follows it inside the window or the window reaches the span's end.
             if starts.len() > cap + 1 || (at_end && starts.len() > cap) {
                 let c = choose_cut(window, &starts, cap, mode);
-                let c = shrink_to_fit(window, &starts, c, sizer, cap);
-                out.push(Span::new(pos, pos + c));
+                let (c, tokens) = shrink_to_fit(window, &starts, c, sizer, cap);
+                out.push(Piece { span: Span::new(pos, pos + c), tokens });
                 pos += c;
+                let bytes_per_token = window.len() as f64 / starts.len() as f64;
+                next_window = ((cap as f64 * 1.34 + 4.0) * bytes_per_token) as usize + 16;
                 break;
             }
             wlen = wlen.saturating_mul(2);
@@ -87,8 +98,19 @@ fn choose_cut(window: &str, starts: &[usize], cap: usize, mode: CutMode) -> usiz
 
 /// Re-count the piece and move the cut back until it fits: tokenizing a piece on its own
 /// can differ from its tokens in context (a word cut in two, a merge across the cut).
-fn shrink_to_fit(window: &str, starts: &[usize], mut c: usize, sizer: &dyn Sizer, cap: usize) -> usize {
-    while sizer.count(&window[..c]) > cap {
+/// Returns the cut and the piece's token count.
+fn shrink_to_fit(
+    window: &str,
+    starts: &[usize],
+    mut c: usize,
+    sizer: &dyn Sizer,
+    cap: usize,
+) -> (usize, usize) {
+    loop {
+        let n = sizer.count(&window[..c]);
+        if n <= cap {
+            return (c, n);
+        }
         let prev = starts.iter().rev().copied().find(|&s| s < c && s > 0);
         c = match prev {
             Some(p) => p,
@@ -99,13 +121,13 @@ fn shrink_to_fit(window: &str, starts: &[usize], mut c: usize, sizer: &dyn Sizer
                     x = floor_boundary(window, x - 1);
                 }
                 if x == 0 {
-                    return ceil_boundary(window, 1);
+                    let one = ceil_boundary(window, 1);
+                    return (one, sizer.count(&window[..one]));
                 }
                 x
             }
         };
     }
-    c
 }
 
 fn floor_boundary(text: &str, mut i: usize) -> usize {
@@ -131,6 +153,10 @@ mod tests {
 
     fn check(text: &str, sizer: &dyn Sizer, cap: usize, mode: CutMode) -> Vec<Span> {
         let pieces = cut(text, Span::new(0, text.len()), sizer, cap, mode);
+        for p in &pieces {
+            assert_eq!(p.tokens, sizer.count(p.span.text(text)));
+        }
+        let pieces: Vec<Span> = pieces.iter().map(|p| p.span).collect();
         let joined: String = pieces.iter().map(|p| p.text(text)).collect();
         assert_eq!(joined, text);
         for p in &pieces {

@@ -1,0 +1,204 @@
+//! The command line, end to end: outputs, exit codes and bad input.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+fn seamcut(args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_seamcut"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    if let Some(data) = stdin {
+        input.write_all(data).unwrap();
+    }
+    drop(input);
+    child.wait_with_output().unwrap()
+}
+
+fn records(out: &Output) -> Vec<serde_json::Value> {
+    String::from_utf8(out.stdout.clone()).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+const PROSE: &str = "Dr. Watson looked up. \"What is it?\" he asked.\n\nHolmes did not answer. The fire \
+crackled, e.g. loudly, and the clock struck 10.30 p.m. exactly.\n\n这是第一句。这是第二句！\n";
+
+#[test]
+fn chunk_writes_exact_offsets_that_cover_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("doc.txt");
+    std::fs::write(&f, PROSE).unwrap();
+    for chunker in ["sentence", "recursive", "paragraph", "fixed"] {
+        let out =
+            seamcut(&["chunk", f.to_str().unwrap(), "--chunker", chunker, "--max-tokens", "12", "-q"], None);
+        assert!(out.status.success(), "{chunker}: {}", stderr(&out));
+        let recs = records(&out);
+        assert!(recs.len() > 1, "{chunker}");
+        let mut joined = String::new();
+        for (i, r) in recs.iter().enumerate() {
+            assert_eq!(r["doc_id"], f.to_str().unwrap());
+            assert_eq!(r["index"], i);
+            let (s, e) = (r["start"].as_u64().unwrap() as usize, r["end"].as_u64().unwrap() as usize);
+            assert_eq!(r["text"].as_str().unwrap(), &PROSE[s..e]);
+            assert!(r["tokens"].as_u64().unwrap() <= 12);
+            assert!(r["sentences"].is_u64());
+            joined.push_str(r["text"].as_str().unwrap());
+        }
+        assert_eq!(joined, PROSE, "{chunker}");
+    }
+}
+
+#[test]
+fn segment_prints_sentences() {
+    let out = seamcut(&["segment", "-", "-q"], Some(PROSE.as_bytes()));
+    assert!(out.status.success());
+    let texts: Vec<String> = records(&out).iter().map(|r| r["text"].as_str().unwrap().to_string()).collect();
+    assert_eq!(
+        texts,
+        [
+            "Dr. Watson looked up.",
+            "\"What is it?\" he asked.",
+            "Holmes did not answer.",
+            "The fire crackled, e.g. loudly, and the clock struck 10.30 p.m. exactly.",
+            "这是第一句。",
+            "这是第二句！"
+        ]
+    );
+}
+
+#[test]
+fn stdin_and_summary_line() {
+    let out = seamcut(&["chunk", "--max-tokens", "64"], Some(PROSE.as_bytes()));
+    assert!(out.status.success());
+    assert_eq!(records(&out)[0]["doc_id"], "stdin");
+    assert!(stderr(&out).contains("1 documents"), "{}", stderr(&out));
+}
+
+#[test]
+fn invalid_utf8_names_file_and_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("bad.txt");
+    std::fs::write(&f, b"Hello there. \xff\xfe broken.").unwrap();
+    let out = seamcut(&["chunk", f.to_str().unwrap()], None);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("bad.txt") && err.contains("byte 13") && err.contains("--lossy"), "{err}");
+    assert!(!err.contains("panicked"));
+
+    let out = seamcut(&["chunk", f.to_str().unwrap(), "--lossy", "-q"], None);
+    assert!(out.status.success());
+    let text: String = records(&out).iter().map(|r| r["text"].as_str().unwrap().to_string()).collect();
+    assert_eq!(text, "Hello there. \u{FFFD}\u{FFFD} broken.");
+}
+
+#[test]
+fn directory_walk_skips_binaries_and_empty_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("a.txt"), "Alpha text. More alpha.").unwrap();
+    std::fs::create_dir(d.join("sub")).unwrap();
+    std::fs::write(d.join("sub/b.md"), "# Beta\n\nBeta text.").unwrap();
+    std::fs::write(d.join("c.txt"), b"\x00\x01\x02binary").unwrap();
+    std::fs::write(d.join("empty.txt"), "").unwrap();
+    std::fs::write(d.join("ignored.bin"), "not walked").unwrap();
+    let out = seamcut(&["chunk", d.to_str().unwrap()], None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let ids: Vec<String> = records(&out).iter().map(|r| r["doc_id"].as_str().unwrap().to_string()).collect();
+    assert!(ids.iter().all(|i| i.ends_with("a.txt") || i.ends_with("b.md")), "{ids:?}");
+    assert!(ids.iter().any(|i| i.ends_with("b.md")));
+    let err = stderr(&out);
+    assert!(err.contains("skipped 1 binary file") && err.contains("c.txt"), "{err}");
+    assert!(err.contains("3 documents"), "{err}");
+
+    // A binary file named explicitly is an error, not a silent skip.
+    let out = seamcut(&["chunk", d.join("c.txt").to_str().unwrap()], None);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("binary"));
+}
+
+#[test]
+fn jsonl_corpora() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("c.jsonl");
+    std::fs::write(
+        &f,
+        "{\"doc\": \"d1\", \"body\": \"First doc. Two sentences.\"}\n\n{\"doc\": 7, \"body\": \"Second.\"}\n{\"body\": \"No id.\"}\n",
+    )
+    .unwrap();
+    let args = [
+        "chunk",
+        f.to_str().unwrap(),
+        "--input-format",
+        "jsonl",
+        "--id-field",
+        "doc",
+        "--text-field",
+        "body",
+        "-q",
+    ];
+    let out = seamcut(&args, None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let ids: Vec<String> = records(&out).iter().map(|r| r["doc_id"].as_str().unwrap().to_string()).collect();
+    assert_eq!(ids[0], "d1");
+    assert!(ids.contains(&"7".to_string()));
+    assert!(ids.last().unwrap().ends_with("c.jsonl:4"), "{ids:?}");
+
+    std::fs::write(&f, "{\"text\": \"ok\"}\n{\"text\": 5}\n").unwrap();
+    let out = seamcut(&["chunk", f.to_str().unwrap(), "--input-format", "jsonl"], None);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("c.jsonl:2"), "{}", stderr(&out));
+
+    std::fs::write(&f, "{\"text\": \"ok\"\n").unwrap();
+    let out = seamcut(&["chunk", f.to_str().unwrap(), "--input-format", "jsonl"], None);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("c.jsonl:1: invalid JSON"), "{}", stderr(&out));
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    assert_eq!(seamcut(&["chunk", "--no-such-flag"], None).status.code(), Some(2));
+    assert_eq!(seamcut(&["chunk", "--chunker", "nope"], None).status.code(), Some(2));
+    let out = seamcut(&["chunk", "--chunker", "sentence", "--overlap", "4"], Some(b"x"));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("overlap"));
+    let out = seamcut(&["chunk", "--min-tokens", "600"], Some(b"x"));
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn missing_input_and_tokenizer_are_clear_errors() {
+    let out = seamcut(&["chunk", "/no/such/file.txt"], None);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("/no/such/file.txt"));
+    let out = seamcut(&["chunk", "--sizer", "/no/such/tokenizer.json"], Some(b"x"));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("tokenizer"), "{}", stderr(&out));
+}
+
+#[test]
+fn long_unpunctuated_line_respects_cap() {
+    let text = "lorem ipsum dolor sit amet ".repeat(40_000); // ~1 MB, no sentence end
+    let out = seamcut(&["chunk", "-", "--max-tokens", "100", "-q", "--check"], Some(text.as_bytes()));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let recs = records(&out);
+    assert!(recs.len() > 1000);
+    assert!(recs.iter().all(|r| r["tokens"].as_u64().unwrap() <= 100));
+    let joined: String = recs.iter().map(|r| r["text"].as_str().unwrap()).collect();
+    assert_eq!(joined, text);
+}
+
+#[test]
+fn help_shows_examples() {
+    let out = seamcut(&["chunk", "--help"], None);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Examples:"));
+    assert!(Path::new(env!("CARGO_BIN_EXE_seamcut")).exists());
+}
