@@ -25,6 +25,12 @@ pub enum Error {
     #[error("cannot load tokenizer {path}: {message}")]
     Tokenizer { path: PathBuf, message: String },
 
+    #[error("model {path}: {message}")]
+    Model { path: String, message: String },
+
+    #[error("embedding failed: {0}")]
+    Compute(String),
+
     #[error("invalid configuration: {0}")]
     Config(String),
 
@@ -37,7 +43,18 @@ pub enum Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+impl From<candle_core::Error> for Error {
+    fn from(e: candle_core::Error) -> Self {
+        // candle errors may carry a backtrace: keep the first line.
+        Self::Compute(e.to_string().lines().next().unwrap_or_default().to_string())
+    }
+}
+
 impl Error {
+    pub(crate) fn model(path: impl std::fmt::Display, message: impl std::fmt::Display) -> Self {
+        Self::Model { path: path.to_string(), message: message.to_string() }
+    }
+
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Self::Io { path: path.into(), source }
     }

@@ -8,7 +8,12 @@
 pub mod chunk;
 pub mod chunkers;
 pub mod corpus;
+pub mod device;
+pub mod distill;
+pub mod embed;
 pub mod error;
+pub mod models;
+pub mod npy;
 pub mod output;
 pub mod pipeline;
 pub mod segment;

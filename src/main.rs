@@ -47,6 +47,88 @@ Examples:
   seamcut segment book.txt
   echo 'Dr. Smith arrived. He sat down.' | seamcut segment -")]
     Segment(SegmentArgs),
+    /// Embed one text per line into a float32 .npy of shape [n, dim], L2-normalised.
+    #[command(after_help = "\
+Examples:
+  seamcut embed --lines sentences.txt -o vectors.npy
+  seamcut embed --model all-MiniLM-L6-v2 --lines sentences.txt -o vectors.npy --long mean
+  seamcut embed --model BAAI/bge-small-en-v1.5 --device cuda --dtype f16 --lines s.txt -o v.npy")]
+    Embed(EmbedArgs),
+    /// Distill a static model (model2vec format) from a BERT-family teacher.
+    #[command(after_help = "\
+Examples:
+  seamcut distill --teacher all-MiniLM-L6-v2 --dims 256 -o models/default")]
+    Distill(DistillArgs),
+}
+
+#[derive(Args)]
+struct ModelArgs {
+    /// A catalog name (models/catalog.json), a model directory, or a Hugging Face hub id.
+    #[arg(long, default_value = "default")]
+    model: String,
+    /// Where to compute: auto, cpu, cuda[:N], metal[:N].
+    #[arg(long, default_value = "auto")]
+    device: String,
+    /// Precision of weights and activations: f32, f16, bf16.
+    #[arg(long, default_value = "f32")]
+    dtype: String,
+}
+
+impl ModelArgs {
+    fn load(&self) -> seamcut::Result<Box<dyn seamcut::embed::Embedder>> {
+        let compute = seamcut::device::Compute::new(
+            seamcut::device::DeviceSpec::parse(&self.device)?,
+            seamcut::device::Precision::parse(&self.dtype)?,
+        )?;
+        seamcut::models::load(&self.model, &compute)
+    }
+}
+
+#[derive(Args)]
+struct EmbedArgs {
+    #[command(flatten)]
+    model: ModelArgs,
+    /// A text file with one text per line (- for stdin).
+    #[arg(long)]
+    lines: String,
+    /// The .npy file to write.
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Padded tokens per batch.
+    #[arg(long, default_value_t = 16_384)]
+    batch_tokens: usize,
+    /// Texts longer than the model's window: truncate (as sentence-transformers does), or
+    /// mean (average the vectors of all windows).
+    #[arg(long, value_enum, default_value_t = Long::Truncate)]
+    long: Long,
+    /// No summary line on stderr.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Long {
+    Truncate,
+    Mean,
+}
+
+#[derive(Args)]
+struct DistillArgs {
+    /// The teacher: a BERT-family model (catalog name, directory or hub id).
+    #[arg(long)]
+    teacher: String,
+    /// PCA dimensions of the static vectors.
+    #[arg(long, default_value_t = 256)]
+    dims: usize,
+    /// SIF coefficient for Zipf weighting (0 for none).
+    #[arg(long, default_value_t = 1e-4)]
+    sif: f64,
+    /// Store float32 instead of float16.
+    #[arg(long)]
+    f32: bool,
+    /// Output directory.
+    #[arg(short, long)]
+    output: PathBuf,
 }
 
 #[derive(Args)]
@@ -184,6 +266,56 @@ fn run(cli: Cli) -> seamcut::Result<()> {
             if !a.input.quiet {
                 eprintln!("{}", stats.summary("chunks"));
             }
+        }
+        Command::Embed(a) => {
+            let model = a.model.load()?;
+            let raw = if a.lines == "-" {
+                let mut s = String::new();
+                std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
+                    .map_err(|e| seamcut::Error::Io { path: "stdin".into(), source: e })?;
+                s
+            } else {
+                std::fs::read_to_string(&a.lines)
+                    .map_err(|e| seamcut::Error::Io { path: a.lines.clone().into(), source: e })?
+            };
+            let texts: Vec<&str> = raw.lines().collect();
+            let opts = seamcut::embed::EmbedOptions {
+                batch_tokens: a.batch_tokens,
+                long: match a.long {
+                    Long::Truncate => seamcut::embed::LongInput::Truncate,
+                    Long::Mean => seamcut::embed::LongInput::Mean,
+                },
+            };
+            let t0 = std::time::Instant::now();
+            let (emb, stats) = seamcut::embed::embed_texts(model.as_ref(), &texts, opts)?;
+            let secs = t0.elapsed().as_secs_f64();
+            seamcut::npy::write_f32(&a.output, &emb.data, texts.len(), model.dim())?;
+            if !a.quiet {
+                eprintln!(
+                    "seamcut: {} texts, {} tokens in {:.2} s ({:.0} texts/s, {:.0} tokens/s), {} batches, padding +{:.1}%, {} over the window ({}); model {}",
+                    stats.texts,
+                    stats.tokens,
+                    secs,
+                    stats.texts as f64 / secs.max(1e-9),
+                    stats.tokens as f64 / secs.max(1e-9),
+                    stats.batches,
+                    100.0 * stats.padding_overhead(),
+                    stats.long_texts,
+                    if a.long == Long::Truncate { "truncated" } else { "averaged over windows" },
+                    model.describe()
+                );
+            }
+        }
+        Command::Distill(a) => {
+            let dir = seamcut::models::resolve(&a.teacher)?;
+            let opts = seamcut::distill::DistillOptions {
+                dims: a.dims,
+                sif: (a.sif > 0.0).then_some(a.sif),
+                f16: !a.f32,
+                ..Default::default()
+            };
+            seamcut::distill::distill(&dir, &a.output, opts)?;
+            eprintln!("seamcut: distilled {} into {}", dir.display(), a.output.display());
         }
         Command::Segment(a) => {
             let sizer = SizerSpec::parse(&a.input.sizer).build()?;

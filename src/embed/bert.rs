@@ -1,0 +1,377 @@
+//! Transformer encoders on candle: BERT (all-MiniLM, BGE, E5, GTE style configs) and
+//! XLM-RoBERTa/RoBERTa, from a sentence-transformers model directory.
+//!
+//! Reads `config.json` (architecture), memory-maps `model.safetensors`, loads
+//! `tokenizer.json`, and takes pooling (mean or CLS) from the Pooling module named in
+//! `modules.json` (`1_Pooling/config.json`), and the window from
+//! `sentence_bert_config.json`'s `max_seq_length`. Vectors are always L2-normalised.
+
+use std::path::{Path, PathBuf};
+
+use candle_core::{DType, Tensor, D};
+use candle_nn::VarBuilder;
+use candle_transformers::models::{bert, xlm_roberta};
+use serde::Deserialize;
+use tokenizers::Tokenizer;
+
+use super::{normalize, Embedder, FlatBatch};
+use crate::device::Compute;
+use crate::{Error, Result};
+
+/// How token vectors become one vector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pooling {
+    Mean,
+    Cls,
+}
+
+enum Net {
+    Bert(bert::BertModel),
+    XlmRoberta(xlm_roberta::XLMRobertaModel),
+}
+
+/// A BERT-family encoder.
+pub struct BertEmbedder {
+    net: Net,
+    tokenizer: Tokenizer,
+    compute: Compute,
+    pooling: Pooling,
+    max_tokens: usize,
+    dim: usize,
+    pad_id: u32,
+    pre: Vec<u32>,
+    post: Vec<u32>,
+    name: String,
+}
+
+#[derive(Deserialize)]
+struct ArchConfig {
+    model_type: Option<String>,
+    architectures: Option<Vec<String>>,
+    hidden_size: usize,
+    max_position_embeddings: usize,
+    pad_token_id: Option<u32>,
+}
+
+#[derive(Deserialize)]
+struct StModule {
+    path: String,
+    #[serde(rename = "type")]
+    kind: String,
+}
+
+#[derive(Deserialize)]
+struct PoolingConfig {
+    #[serde(default)]
+    pooling_mode_cls_token: bool,
+    #[serde(default)]
+    pooling_mode_mean_tokens: bool,
+    #[serde(default)]
+    pooling_mode_max_tokens: bool,
+    #[serde(default)]
+    pooling_mode_mean_sqrt_len_tokens: bool,
+}
+
+#[derive(Deserialize)]
+struct SbertConfig {
+    max_seq_length: Option<usize>,
+}
+
+pub(crate) fn read_json<T: serde::de::DeserializeOwned>(dir: &Path, file: &str) -> Result<T> {
+    let path = dir.join(file);
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| Error::model(dir.display(), format!("cannot read {file}: {e}")))?;
+    serde_json::from_str(&text).map_err(|e| Error::model(dir.display(), format!("{file} is not valid: {e}")))
+}
+
+pub(crate) fn load_tokenizer(dir: &Path) -> Result<Tokenizer> {
+    let path = dir.join("tokenizer.json");
+    if !path.is_file() {
+        return Err(Error::model(dir.display(), "missing tokenizer.json"));
+    }
+    let mut t = Tokenizer::from_file(&path)
+        .map_err(|e| Error::model(dir.display(), format!("tokenizer.json is not valid: {e}")))?;
+    let _ = t.with_truncation(None);
+    t.with_padding(None);
+    Ok(t)
+}
+
+/// Is this a transformer encoder directory we can load (by `config.json`)?
+pub(crate) fn model_type(dir: &Path) -> Result<String> {
+    #[derive(Deserialize)]
+    struct T {
+        model_type: Option<String>,
+    }
+    let t: T = read_json(dir, "config.json")?;
+    Ok(t.model_type.unwrap_or_default())
+}
+
+fn pooling_of(dir: &Path) -> Result<Pooling> {
+    let mut pool_dir: Option<PathBuf> = None;
+    if dir.join("modules.json").is_file() {
+        let modules: Vec<StModule> = read_json(dir, "modules.json")?;
+        if let Some(m) = modules.iter().find(|m| m.kind.ends_with("Pooling")) {
+            pool_dir = Some(dir.join(&m.path));
+        }
+    } else if dir.join("1_Pooling/config.json").is_file() {
+        pool_dir = Some(dir.join("1_Pooling"));
+    }
+    let Some(pd) = pool_dir else {
+        return Ok(Pooling::Mean); // no sentence-transformers metadata: mean, the common default
+    };
+    let cfg: PoolingConfig = read_json(&pd, "config.json")?;
+    if cfg.pooling_mode_max_tokens || cfg.pooling_mode_mean_sqrt_len_tokens {
+        return Err(Error::model(
+            dir.display(),
+            "unsupported pooling (max or mean-sqrt-len); supported: mean, cls",
+        ));
+    }
+    Ok(if cfg.pooling_mode_cls_token && !cfg.pooling_mode_mean_tokens { Pooling::Cls } else { Pooling::Mean })
+}
+
+impl BertEmbedder {
+    /// Load a model directory.
+    ///
+    /// # Errors
+    /// One line naming the directory and what is wrong: a missing file, an unknown
+    /// architecture, a corrupt or mismatched `model.safetensors`.
+    pub fn load(dir: &Path, compute: &Compute) -> Result<Self> {
+        let arch: ArchConfig = read_json(dir, "config.json")?;
+        let kind = arch.model_type.clone().unwrap_or_default();
+        let weights = dir.join("model.safetensors");
+        if !weights.is_file() {
+            let hint = if dir.join("pytorch_model.bin").is_file() {
+                " (only pytorch_model.bin found; convert it to safetensors)"
+            } else {
+                ""
+            };
+            return Err(Error::model(dir.display(), format!("missing model.safetensors{hint}")));
+        }
+        check_safetensors(dir, &weights)?;
+        let tokenizer = load_tokenizer(dir)?;
+        let pooling = pooling_of(dir)?;
+        let sbert: Option<SbertConfig> = if dir.join("sentence_bert_config.json").is_file() {
+            Some(read_json(dir, "sentence_bert_config.json")?)
+        } else {
+            None
+        };
+        let text =
+            std::fs::read_to_string(dir.join("config.json")).map_err(|e| Error::model(dir.display(), e))?;
+        // SAFETY: the file is memory-mapped read-only; seamcut never writes it while mapped.
+        let vb = unsafe { VarBuilder::from_mmaped_safetensors(&[&weights], compute.dtype, &compute.device) }
+            .map_err(|e| {
+                Error::model(dir.display(), format!("cannot read model.safetensors: {}", first_line(&e)))
+            })?;
+        let bad = |e: candle_core::Error| {
+            Error::model(dir.display(), format!("weights do not match config.json: {}", first_line(&e)))
+        };
+        let (net, pos_limit, pad_id) = match kind.as_str() {
+            "bert" => {
+                let cfg: bert::Config = serde_json::from_str(&text).map_err(|e| {
+                    Error::model(dir.display(), format!("config.json is not a BERT config: {e}"))
+                })?;
+                let vb = if vb.contains_tensor("bert.embeddings.word_embeddings.weight") {
+                    vb.pp("bert")
+                } else {
+                    vb
+                };
+                (
+                    Net::Bert(bert::BertModel::load(vb, &cfg).map_err(bad)?),
+                    arch.max_position_embeddings,
+                    arch.pad_token_id.unwrap_or(0),
+                )
+            }
+            "xlm-roberta" | "roberta" | "camembert" => {
+                // Recent transformers omit fields that candle's config requires: fill defaults.
+                let mut v: serde_json::Value =
+                    serde_json::from_str(&text).map_err(|e| Error::model(dir.display(), e))?;
+                if let Some(o) = v.as_object_mut() {
+                    o.entry("position_embedding_type").or_insert("absolute".into());
+                    o.entry("hidden_act").or_insert("gelu".into());
+                    o.entry("attention_probs_dropout_prob").or_insert(0.1.into());
+                    o.entry("hidden_dropout_prob").or_insert(0.1.into());
+                    o.entry("type_vocab_size").or_insert(1.into());
+                    o.entry("pad_token_id").or_insert(1.into());
+                }
+                let cfg: xlm_roberta::Config = serde_json::from_value(v).map_err(|e| {
+                    Error::model(dir.display(), format!("config.json is not an XLM-RoBERTa config: {e}"))
+                })?;
+                let vb = if vb.contains_tensor("roberta.embeddings.word_embeddings.weight") {
+                    vb.pp("roberta")
+                } else {
+                    vb
+                };
+                let pad = cfg.pad_token_id;
+                // RoBERTa positions start after the padding index.
+                let limit = arch.max_position_embeddings.saturating_sub(pad as usize + 1);
+                (Net::XlmRoberta(xlm_roberta::XLMRobertaModel::new(&cfg, vb).map_err(bad)?), limit, pad)
+            }
+            other => {
+                let archs = arch.architectures.unwrap_or_default().join(", ");
+                return Err(Error::model(
+                    dir.display(),
+                    format!("unknown architecture {other:?} ({archs}); supported: bert, xlm-roberta, roberta, or a model2vec static model"),
+                ));
+            }
+        };
+        // The window: sentence-transformers' max_seq_length (older versions keep it in
+        // sentence_bert_config.json, newer in tokenizer_config.json's model_max_length), capped
+        // by the position embeddings.
+        let from_tokenizer_config = || -> Option<usize> {
+            #[derive(Deserialize)]
+            struct Tc {
+                model_max_length: Option<f64>,
+            }
+            let tc: Tc = read_json(dir, "tokenizer_config.json").ok()?;
+            tc.model_max_length.filter(|m| *m >= 1.0 && *m < 1e6).map(|m| m as usize)
+        };
+        let max_tokens =
+            sbert.and_then(|s| s.max_seq_length).or_else(from_tokenizer_config).unwrap_or(512).min(pos_limit);
+        // The special tokens around every sequence, as the tokenizer's post-processor adds them.
+        let with = tokenizer.encode("", true).map_err(|e| Error::model(dir.display(), e))?;
+        let ids = with.get_ids().to_vec();
+        let (pre, post) = match ids.len() {
+            0 => (vec![], vec![]),
+            1 => (ids.clone(), vec![]),
+            _ => (ids[..1].to_vec(), ids[1..].to_vec()),
+        };
+        Ok(Self {
+            net,
+            tokenizer,
+            compute: compute.clone(),
+            pooling,
+            max_tokens,
+            dim: arch.hidden_size,
+            pad_id,
+            pre,
+            post,
+            name: format!(
+                "{} ({kind}, {:?} pooling, window {max_tokens}, {})",
+                dir.display(),
+                pooling,
+                compute.describe()
+            ),
+        })
+    }
+}
+
+fn first_line(e: &dyn std::fmt::Display) -> String {
+    e.to_string().lines().next().unwrap_or_default().to_string()
+}
+
+/// Read the safetensors header before mapping, so a truncated or corrupt file is one clear
+/// error rather than a failure deep inside a layer.
+fn check_safetensors(dir: &Path, path: &Path) -> Result<()> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path)
+        .map_err(|e| Error::model(dir.display(), format!("cannot open model.safetensors: {e}")))?;
+    let len = f.metadata().map_err(|e| Error::model(dir.display(), e))?.len();
+    let mut n = [0u8; 8];
+    f.read_exact(&mut n)
+        .map_err(|_| Error::model(dir.display(), "model.safetensors is truncated (no header)"))?;
+    let hlen = u64::from_le_bytes(n);
+    if hlen == 0 || hlen > 100 << 20 || 8 + hlen > len {
+        return Err(Error::model(dir.display(), "model.safetensors is corrupt (bad header length)"));
+    }
+    let mut header = vec![0u8; hlen as usize];
+    f.read_exact(&mut header).map_err(|_| Error::model(dir.display(), "model.safetensors is truncated"))?;
+    let meta: serde_json::Value = serde_json::from_slice(&header)
+        .map_err(|e| Error::model(dir.display(), format!("model.safetensors header is corrupt: {e}")))?;
+    let data_len = len - 8 - hlen;
+    let max_end = meta
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(_, v)| v.get("data_offsets")?.get(1)?.as_u64())
+        .max()
+        .unwrap_or(0);
+    if max_end > data_len {
+        return Err(Error::model(
+            dir.display(),
+            format!("model.safetensors is truncated: tensors need {max_end} bytes, file has {data_len}"),
+        ));
+    }
+    Ok(())
+}
+
+impl Embedder for BertEmbedder {
+    fn dim(&self) -> usize {
+        self.dim
+    }
+
+    fn max_tokens(&self) -> Option<usize> {
+        Some(self.max_tokens)
+    }
+
+    fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
+    }
+
+    fn special_ids(&self) -> (&[u32], &[u32]) {
+        (&self.pre, &self.post)
+    }
+
+    fn embed(&self, batch: &FlatBatch) -> Result<Vec<f32>> {
+        self.forward_pooled(batch, self.pooling, true)
+    }
+
+    fn describe(&self) -> String {
+        self.name.clone()
+    }
+}
+
+impl BertEmbedder {
+    /// Run the encoder and pool with `pooling`; L2-normalise when `unit` is set. Distillation
+    /// uses the raw mean (`Mean`, `false`), as model2vec does.
+    ///
+    /// # Errors
+    /// On a device or shape failure.
+    pub fn forward_pooled(&self, batch: &FlatBatch, pooling: Pooling, unit: bool) -> Result<Vec<f32>> {
+        let n = batch.len();
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let l = batch.max_len().max(1);
+        let mut ids = vec![self.pad_id; n * l];
+        let mut mask = vec![0u32; n * l];
+        for i in 0..n {
+            let s = batch.seq(i);
+            ids[i * l..i * l + s.len()].copy_from_slice(s);
+            mask[i * l..i * l + s.len()].iter_mut().for_each(|m| *m = 1);
+        }
+        let dev = &self.compute.device;
+        let ids = Tensor::from_vec(ids, (n, l), dev)?;
+        let mask = Tensor::from_vec(mask, (n, l), dev)?;
+        let types = ids.zeros_like()?;
+        let hidden = match &self.net {
+            Net::Bert(m) => m.forward(&ids, &types, Some(&mask))?,
+            Net::XlmRoberta(m) => m.forward(&ids, &mask, &types, None, None, None)?,
+        };
+        let pooled = match pooling {
+            Pooling::Cls => hidden.narrow(1, 0, 1)?.squeeze(1)?.to_dtype(DType::F32)?,
+            Pooling::Mean => {
+                let m = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
+                let h = hidden.to_dtype(DType::F32)?;
+                let sum = h.broadcast_mul(&m)?.sum(1)?;
+                let count = m.sum(1)?.clamp(1e-9f32, f32::MAX)?;
+                sum.broadcast_div(&count)?
+            }
+        };
+        if !unit {
+            return Ok(pooled.flatten_all()?.to_vec1::<f32>()?);
+        }
+        let norms = pooled.sqr()?.sum_keepdim(D::Minus1)?.sqrt()?.clamp(1e-12f32, f32::MAX)?;
+        let pooled = pooled.broadcast_div(&norms)?;
+        let mut out = pooled.flatten_all()?.to_vec1::<f32>()?;
+        for row in out.chunks_mut(self.dim) {
+            normalize(row); // exact unit length after the device's arithmetic
+        }
+        Ok(out)
+    }
+
+    /// Ids of `[CLS]`/`<s>` and `[SEP]`/`</s>` around every sequence.
+    #[must_use]
+    pub fn specials(&self) -> (&[u32], &[u32]) {
+        (&self.pre, &self.post)
+    }
+}

@@ -1,0 +1,284 @@
+//! Embedding: texts in, one L2-normalised vector per text out.
+//!
+//! An [`Embedder`] (one file per model family: [`bert`] for BERT/XLM-RoBERTa encoders on
+//! candle, [`static_model`] for model2vec static models) embeds a [`FlatBatch`]: the token
+//! ids of many sequences concatenated, with cumulative lengths marking where each starts,
+//! as text-embeddings-inference does. Models know nothing about documents.
+//!
+//! [`embed_texts`] is the driver: it tokenizes, applies the long-input rule
+//! ([`LongInput`]), forms token-budget batches with length bucketing ([`batch`]), embeds,
+//! and returns vectors in input order, so a sentence's vector does not depend on which
+//! other sentences share its batch.
+
+pub mod batch;
+pub mod bert;
+pub mod static_model;
+
+use rayon::prelude::*;
+use tokenizers::Tokenizer;
+
+use crate::Result;
+
+/// Sequences as one flat id array: sequence `i` is `ids[cu_seqlens[i]..cu_seqlens[i+1]]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FlatBatch {
+    pub ids: Vec<u32>,
+    pub cu_seqlens: Vec<usize>,
+}
+
+impl FlatBatch {
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.cu_seqlens.len().saturating_sub(1)
+    }
+
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    #[must_use]
+    pub fn seq(&self, i: usize) -> &[u32] {
+        &self.ids[self.cu_seqlens[i]..self.cu_seqlens[i + 1]]
+    }
+
+    /// Longest sequence.
+    #[must_use]
+    pub fn max_len(&self) -> usize {
+        self.cu_seqlens.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0)
+    }
+
+    pub fn push(&mut self, seq: &[u32]) {
+        if self.cu_seqlens.is_empty() {
+            self.cu_seqlens.push(0);
+        }
+        self.ids.extend_from_slice(seq);
+        self.cu_seqlens.push(self.ids.len());
+    }
+}
+
+/// A model that turns token sequences into vectors.
+pub trait Embedder: Send + Sync {
+    /// Vector dimension.
+    fn dim(&self) -> usize;
+
+    /// Longest sequence the model accepts, special tokens included; `None` for no limit.
+    fn max_tokens(&self) -> Option<usize>;
+
+    /// The model's tokenizer (truncation and padding off).
+    fn tokenizer(&self) -> &Tokenizer;
+
+    /// Ids that wrap every sequence (`[CLS]` … `[SEP]`); empty for static models.
+    fn special_ids(&self) -> (&[u32], &[u32]);
+
+    /// Content token ids of `text` (no special tokens). The default encodes with the
+    /// tokenizer; static models also drop unknown tokens, as model2vec does.
+    fn content_ids(&self, text: &str) -> Vec<u32> {
+        self.tokenizer().encode_fast(text, false).map(|e| e.get_ids().to_vec()).unwrap_or_default()
+    }
+
+    /// Embed every sequence of the batch (special tokens already added). Returns
+    /// `batch.len() * dim` floats, row-major, each row L2-normalised (a zero row for a
+    /// sequence with nothing to embed).
+    ///
+    /// # Errors
+    /// On a device or shape failure.
+    fn embed(&self, batch: &FlatBatch) -> Result<Vec<f32>>;
+
+    /// A short description for reports.
+    fn describe(&self) -> String;
+}
+
+/// What to do with a text longer than the model's window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LongInput {
+    /// Keep the first window (as sentence-transformers does); counted in [`EmbedStats`].
+    #[default]
+    Truncate,
+    /// Embed every window and average the vectors, weighted by tokens, then normalise.
+    Mean,
+}
+
+/// Batching options.
+#[derive(Debug, Clone, Copy)]
+pub struct EmbedOptions {
+    /// Padded tokens per batch (sequences × longest sequence).
+    pub batch_tokens: usize,
+    pub long: LongInput,
+}
+
+impl Default for EmbedOptions {
+    fn default() -> Self {
+        Self { batch_tokens: 16_384, long: LongInput::Truncate }
+    }
+}
+
+/// Vectors for a list of texts, in input order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Embeddings {
+    pub dim: usize,
+    /// `n * dim` floats, row-major.
+    pub data: Vec<f32>,
+}
+
+impl Embeddings {
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.data.len().checked_div(self.dim).unwrap_or(0)
+    }
+
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+
+    #[must_use]
+    pub fn row(&self, i: usize) -> &[f32] {
+        &self.data[i * self.dim..(i + 1) * self.dim]
+    }
+}
+
+/// What embedding saw.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EmbedStats {
+    pub texts: usize,
+    /// Real tokens embedded (special tokens included).
+    pub tokens: usize,
+    /// Tokens including padding, as the model computed them.
+    pub padded_tokens: usize,
+    pub batches: usize,
+    /// Texts longer than the window.
+    pub long_texts: usize,
+}
+
+impl EmbedStats {
+    /// Padding overhead: padded tokens over real tokens, minus one.
+    #[must_use]
+    pub fn padding_overhead(&self) -> f64 {
+        if self.tokens == 0 {
+            0.0
+        } else {
+            self.padded_tokens as f64 / self.tokens as f64 - 1.0
+        }
+    }
+}
+
+/// Embed `texts` with `model`; vectors come back in input order, L2-normalised.
+///
+/// # Errors
+/// On a model failure.
+pub fn embed_texts(
+    model: &dyn Embedder,
+    texts: &[&str],
+    opts: EmbedOptions,
+) -> Result<(Embeddings, EmbedStats)> {
+    let (pre, post) = model.special_ids();
+    let window = model.max_tokens().map(|m| m.saturating_sub(pre.len() + post.len()).max(1));
+    // Tokenize in parallel; each text becomes one or more windows (sequence, owner, weight).
+    let per_text: Vec<(Vec<Vec<u32>>, bool)> = texts
+        .par_iter()
+        .with_min_len(16)
+        .map(|t| {
+            let ids = model.content_ids(t);
+            let pieces: Vec<&[u32]> = match window {
+                Some(w) if ids.len() > w => match opts.long {
+                    LongInput::Truncate => vec![&ids[..w]],
+                    LongInput::Mean => ids.chunks(w).collect(),
+                },
+                _ => vec![&ids[..]],
+            };
+            let long = window.is_some_and(|w| ids.len() > w);
+            let seqs = pieces
+                .into_iter()
+                .map(|p| {
+                    let mut s = Vec::with_capacity(p.len() + pre.len() + post.len());
+                    s.extend_from_slice(pre);
+                    s.extend_from_slice(p);
+                    s.extend_from_slice(post);
+                    s
+                })
+                .collect();
+            (seqs, long)
+        })
+        .collect();
+    let mut stats = EmbedStats { texts: texts.len(), ..EmbedStats::default() };
+    let mut seqs: Vec<&[u32]> = Vec::new();
+    let mut owner: Vec<usize> = Vec::new();
+    for (i, (windows, long)) in per_text.iter().enumerate() {
+        stats.long_texts += usize::from(*long);
+        for w in windows {
+            seqs.push(w);
+            owner.push(i);
+        }
+    }
+    let lengths: Vec<usize> = seqs.iter().map(|s| s.len()).collect();
+    let plan = batch::plan(&lengths, opts.batch_tokens);
+    let dim = model.dim();
+    let mut seq_vecs = vec![0f32; seqs.len() * dim];
+    for group in &plan {
+        let mut fb = FlatBatch::default();
+        for &k in group {
+            fb.push(seqs[k]);
+        }
+        stats.batches += 1;
+        stats.tokens += fb.ids.len();
+        stats.padded_tokens += fb.max_len() * fb.len();
+        let out = model.embed(&fb)?;
+        for (j, &k) in group.iter().enumerate() {
+            seq_vecs[k * dim..(k + 1) * dim].copy_from_slice(&out[j * dim..(j + 1) * dim]);
+        }
+    }
+    // Gather windows back to their texts.
+    let mut data = vec![0f32; texts.len() * dim];
+    let mut multi = vec![false; texts.len()];
+    for (k, &i) in owner.iter().enumerate() {
+        let weight = (seqs[k].len() - pre.len() - post.len()).max(1) as f32;
+        let row = &mut data[i * dim..(i + 1) * dim];
+        if per_text[i].0.len() == 1 {
+            row.copy_from_slice(&seq_vecs[k * dim..(k + 1) * dim]);
+        } else {
+            multi[i] = true;
+            for (r, v) in row.iter_mut().zip(&seq_vecs[k * dim..(k + 1) * dim]) {
+                *r += weight * v;
+            }
+        }
+    }
+    for (i, m) in multi.iter().enumerate() {
+        if *m {
+            normalize(&mut data[i * dim..(i + 1) * dim]);
+        }
+    }
+    Ok((Embeddings { dim, data }, stats))
+}
+
+/// L2-normalise a vector in place (a zero vector stays zero).
+pub fn normalize(v: &mut [f32]) {
+    let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if n > 0.0 {
+        for x in v {
+            *x /= n;
+        }
+    }
+}
+
+/// Names of the tensors in a safetensors file, read from its header only.
+///
+/// # Errors
+/// If the file cannot be read or its header is not valid.
+pub fn tensor_names(path: &std::path::Path) -> Result<Vec<String>> {
+    use std::io::Read;
+    let bad = |m: String| crate::Error::model(path.display(), m);
+    let mut f = std::fs::File::open(path).map_err(|e| bad(e.to_string()))?;
+    let len = f.metadata().map_err(|e| bad(e.to_string()))?.len();
+    let mut n = [0u8; 8];
+    f.read_exact(&mut n).map_err(|_| bad("truncated safetensors file (no header)".into()))?;
+    let hlen = u64::from_le_bytes(n);
+    if hlen == 0 || hlen > 100 << 20 || 8 + hlen > len {
+        return Err(bad("corrupt safetensors file (bad header length)".into()));
+    }
+    let mut header = vec![0u8; hlen as usize];
+    f.read_exact(&mut header).map_err(|_| bad("truncated safetensors header".into()))?;
+    let meta: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_slice(&header).map_err(|e| bad(format!("corrupt safetensors header: {e}")))?;
+    Ok(meta.keys().filter(|k| *k != "__metadata__").cloned().collect())
+}

@@ -1,0 +1,214 @@
+//! Static embedding models in the model2vec format: `model.safetensors` holding an
+//! `embeddings` matrix `[vocab, dim]` (f32, f16 or bf16), optionally `weights` `[vocab]`
+//! (per-token scale) and `mapping` `[vocab]` (token id → row), plus `tokenizer.json` and
+//! `config.json` (`normalize`, `max_length`). Published potion models load as they are.
+//!
+//! A text's vector is the mean of its tokens' rows (tokens without special tokens, unknown
+//! tokens dropped, as model2vec does), L2-normalised.
+
+use std::path::Path;
+
+use safetensors::{Dtype, SafeTensors};
+use serde::Deserialize;
+use tokenizers::Tokenizer;
+
+use super::bert::{load_tokenizer, read_json};
+use super::{normalize, Embedder, FlatBatch};
+use crate::{Error, Result};
+
+pub struct StaticEmbedder {
+    /// `vocab * dim` floats.
+    matrix: Vec<f32>,
+    rows: usize,
+    dim: usize,
+    weights: Option<Vec<f32>>,
+    mapping: Option<Vec<usize>>,
+    tokenizer: Tokenizer,
+    unk_id: Option<u32>,
+    max_length: Option<usize>,
+    name: String,
+}
+
+#[derive(Deserialize, Default)]
+struct StaticConfig {
+    #[serde(default)]
+    max_length: Option<usize>,
+}
+
+fn to_f32(dir: &Path, name: &str, view: &safetensors::tensor::TensorView<'_>) -> Result<Vec<f32>> {
+    let b = view.data();
+    Ok(match view.dtype() {
+        Dtype::F32 => b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect(),
+        Dtype::F16 => b.chunks_exact(2).map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32()).collect(),
+        Dtype::BF16 => b.chunks_exact(2).map(|c| half::bf16::from_le_bytes([c[0], c[1]]).to_f32()).collect(),
+        Dtype::F64 => b.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap()) as f32).collect(),
+        Dtype::I8 => b.iter().map(|&x| f32::from(x as i8)).collect(),
+        other => {
+            return Err(Error::model(
+                dir.display(),
+                format!("tensor {name:?} has unsupported dtype {other:?}"),
+            ))
+        }
+    })
+}
+
+fn to_index(dir: &Path, view: &safetensors::tensor::TensorView<'_>) -> Result<Vec<usize>> {
+    let b = view.data();
+    Ok(match view.dtype() {
+        Dtype::I64 => b.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap()) as usize).collect(),
+        Dtype::I32 => b.chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().unwrap()) as usize).collect(),
+        Dtype::U32 => b.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap()) as usize).collect(),
+        other => {
+            return Err(Error::model(
+                dir.display(),
+                format!("tensor \"mapping\" has unsupported dtype {other:?}"),
+            ))
+        }
+    })
+}
+
+/// Does `dir` hold a model2vec static model (a safetensors file with an `embeddings` tensor)?
+pub(crate) fn is_static_model(dir: &Path) -> bool {
+    super::tensor_names(&dir.join("model.safetensors"))
+        .is_ok_and(|names| names.iter().any(|n| n == "embeddings"))
+}
+
+impl StaticEmbedder {
+    /// Load a model2vec directory.
+    ///
+    /// # Errors
+    /// One line naming the directory and the problem (missing file, corrupt safetensors,
+    /// shapes that do not agree with the tokenizer).
+    pub fn load(dir: &Path) -> Result<Self> {
+        let path = dir.join("model.safetensors");
+        let bytes = std::fs::read(&path)
+            .map_err(|e| Error::model(dir.display(), format!("cannot read model.safetensors: {e}")))?;
+        let st = SafeTensors::deserialize(&bytes)
+            .map_err(|e| Error::model(dir.display(), format!("model.safetensors is corrupt: {e}")))?;
+        let emb = st
+            .tensor("embeddings")
+            .map_err(|_| Error::model(dir.display(), "model.safetensors has no \"embeddings\" tensor"))?;
+        let shape = emb.shape().to_vec();
+        if shape.len() != 2 || shape[0] == 0 || shape[1] == 0 {
+            return Err(Error::model(
+                dir.display(),
+                format!("\"embeddings\" must be a 2-D matrix, has shape {shape:?}"),
+            ));
+        }
+        let (rows, dim) = (shape[0], shape[1]);
+        let matrix = to_f32(dir, "embeddings", &emb)?;
+        let tokenizer = load_tokenizer(dir)?;
+        let vocab = tokenizer.get_vocab_size(true);
+        let weights = match st.tensor("weights") {
+            Ok(w) => Some(to_f32(dir, "weights", &w)?),
+            Err(_) => None,
+        };
+        let mapping = match st.tensor("mapping") {
+            Ok(m) => Some(to_index(dir, &m)?),
+            Err(_) => None,
+        };
+        if mapping.is_none() && rows != vocab {
+            return Err(Error::model(
+                dir.display(),
+                format!("\"embeddings\" has {rows} rows but the tokenizer has {vocab} tokens (and there is no \"mapping\")"),
+            ));
+        }
+        if let Some(m) = &mapping {
+            if m.len() < vocab || m.iter().any(|&r| r >= rows) {
+                return Err(Error::model(
+                    dir.display(),
+                    "\"mapping\" does not fit the tokenizer and the embeddings",
+                ));
+            }
+        }
+        if weights.as_ref().is_some_and(|w| w.len() < vocab) {
+            return Err(Error::model(dir.display(), "\"weights\" is shorter than the vocabulary"));
+        }
+        let cfg: StaticConfig = if dir.join("config.json").is_file() {
+            read_json(dir, "config.json")?
+        } else {
+            StaticConfig::default()
+        };
+        let unk_id = unk_token_id(&tokenizer);
+        Ok(Self {
+            matrix,
+            rows,
+            dim,
+            weights,
+            mapping,
+            tokenizer,
+            unk_id,
+            max_length: cfg.max_length,
+            name: format!("{} (model2vec static, {rows}×{dim})", dir.display()),
+        })
+    }
+
+    /// Rows in the embedding matrix.
+    #[must_use]
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+}
+
+/// The unknown token's id, read from the tokenizer model (model2vec's `_get_unk_token_id`).
+fn unk_token_id(t: &Tokenizer) -> Option<u32> {
+    let json = serde_json::to_value(t.get_model()).ok()?;
+    let unk = json.get("unk_token")?.as_str()?;
+    t.token_to_id(unk)
+}
+
+impl Embedder for StaticEmbedder {
+    fn dim(&self) -> usize {
+        self.dim
+    }
+
+    fn max_tokens(&self) -> Option<usize> {
+        self.max_length
+    }
+
+    fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
+    }
+
+    fn special_ids(&self) -> (&[u32], &[u32]) {
+        (&[], &[])
+    }
+
+    fn content_ids(&self, text: &str) -> Vec<u32> {
+        let mut ids =
+            self.tokenizer.encode_fast(text, false).map(|e| e.get_ids().to_vec()).unwrap_or_default();
+        if let Some(u) = self.unk_id {
+            ids.retain(|&i| i != u);
+        }
+        ids
+    }
+
+    fn embed(&self, batch: &FlatBatch) -> Result<Vec<f32>> {
+        let d = self.dim;
+        let mut out = vec![0f32; batch.len() * d];
+        for (i, row) in out.chunks_mut(d).enumerate() {
+            let seq = batch.seq(i);
+            if seq.is_empty() {
+                continue;
+            }
+            for &id in seq {
+                let id = id as usize;
+                let r = self.mapping.as_ref().map_or(id, |m| m.get(id).copied().unwrap_or(usize::MAX));
+                if r >= self.rows {
+                    continue; // an id outside the matrix (a tokenizer with added tokens)
+                }
+                let w = self.weights.as_ref().map_or(1.0, |w| w.get(id).copied().unwrap_or(1.0));
+                for (o, v) in row.iter_mut().zip(&self.matrix[r * d..(r + 1) * d]) {
+                    *o += w * v;
+                }
+            }
+            // The mean's scale does not survive normalisation; only its direction matters.
+            normalize(row);
+        }
+        Ok(out)
+    }
+
+    fn describe(&self) -> String {
+        self.name.clone()
+    }
+}

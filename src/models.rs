@@ -1,0 +1,196 @@
+//! Model management: turn a `--model` value into a loaded [`Embedder`].
+//!
+//! A value is, in order: a catalog name (`models/catalog.json`; the folder `models/NAME` is
+//! used when present, else the catalog's hub id), a local directory, or a Hugging Face hub
+//! id fetched through `hf-hub` (honouring `HF_HOME` and `HF_HUB_OFFLINE`). The directory's
+//! contents decide the loader: a `config.json` with a transformer `model_type` goes to
+//! [`BertEmbedder`], a `model.safetensors` with an `embeddings` tensor to [`StaticEmbedder`].
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::device::Compute;
+use crate::embed::bert::{model_type, BertEmbedder};
+use crate::embed::static_model::{is_static_model, StaticEmbedder};
+use crate::embed::Embedder;
+use crate::{Error, Result};
+
+/// One entry of the model catalog.
+#[derive(Debug, Clone, Deserialize)]
+pub struct CatalogEntry {
+    pub name: String,
+    pub hub: Option<String>,
+    pub kind: String,
+    #[serde(default)]
+    pub pooling: Option<String>,
+    pub dim: usize,
+    #[serde(default)]
+    pub hard_thr: Option<f32>,
+    #[serde(default)]
+    pub notes: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Catalog {
+    models: Vec<CatalogEntry>,
+}
+
+/// The built-in catalog.
+#[must_use]
+pub fn catalog() -> Vec<CatalogEntry> {
+    let c: Catalog =
+        serde_json::from_str(include_str!("../models/catalog.json")).expect("models/catalog.json parses");
+    c.models
+}
+
+/// Where seamcut's `models/` folder is: `$SEAMCUT_MODELS`, else the repository it was built
+/// from, else `models/` beside the executable or one of its parents.
+#[must_use]
+pub fn models_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("SEAMCUT_MODELS") {
+        return PathBuf::from(d);
+    }
+    let built = Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
+    if built.is_dir() {
+        return built;
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        for dir in exe.ancestors().skip(1).take(4) {
+            let m = dir.join("models");
+            if m.join("catalog.json").is_file() {
+                return m;
+            }
+        }
+    }
+    PathBuf::from("models")
+}
+
+/// Files a model directory may need, fetched from the hub when the model is remote.
+const HUB_FILES: [(&str, bool); 6] = [
+    ("config.json", true),
+    ("tokenizer.json", true),
+    ("model.safetensors", true),
+    ("modules.json", false),
+    ("sentence_bert_config.json", false),
+    ("1_Pooling/config.json", false),
+];
+
+/// Resolve a `--model` value to a local directory, downloading from the hub if needed.
+///
+/// # Errors
+/// When the name is neither a catalog name, a directory nor a reachable hub id.
+pub fn resolve(spec: &str) -> Result<PathBuf> {
+    let local = models_dir().join(spec);
+    if let Some(entry) = catalog().into_iter().find(|e| e.name == spec) {
+        if local.is_dir() {
+            return Ok(local);
+        }
+        return match entry.hub {
+            Some(hub) => from_hub(&hub),
+            None => Err(Error::model(spec, format!("not found at {}", local.display()))),
+        };
+    }
+    let p = Path::new(spec);
+    if p.is_dir() {
+        return Ok(p.to_path_buf());
+    }
+    if p.exists() {
+        return Err(Error::model(spec, "is a file; give the model's directory"));
+    }
+    if spec.split('/').count() == 2 && !spec.starts_with('.') && !spec.starts_with('/') {
+        return from_hub(spec);
+    }
+    Err(Error::model(spec, "no such directory, catalog name or hub id (org/name)"))
+}
+
+fn from_hub(id: &str) -> Result<PathBuf> {
+    let offline = std::env::var("HF_HUB_OFFLINE").is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"));
+    let cache = hf_hub::Cache::from_env();
+    let repo = cache.model(id.to_string());
+    let mut dir: Option<PathBuf> = None;
+    let mut missing = Vec::new();
+    for (file, required) in HUB_FILES {
+        let path = match repo.get(file) {
+            Some(p) => Some(p),
+            None if offline => None,
+            None => fetch(id, file).ok(),
+        };
+        match path {
+            // Every file of a snapshot lives under one folder; config.json is at its root.
+            Some(p) if dir.is_none() => {
+                dir = p.parent().map(|d| {
+                    if file.contains('/') {
+                        d.parent().unwrap_or(d).to_path_buf()
+                    } else {
+                        d.to_path_buf()
+                    }
+                });
+            }
+            Some(_) => {}
+            None if required => missing.push(file),
+            None => {}
+        }
+    }
+    if !missing.is_empty() {
+        let why = if offline {
+            format!(
+                "HF_HUB_OFFLINE is set and {} not in the cache ({})",
+                missing.join(", "),
+                cache.path().display()
+            )
+        } else {
+            format!(
+                "could not download {} from the hub (no network? set HF_HUB_OFFLINE=1 to use the cache only)",
+                missing.join(", ")
+            )
+        };
+        return Err(Error::model(id, why));
+    }
+    dir.ok_or_else(|| Error::model(id, "nothing found on the hub"))
+}
+
+fn fetch(id: &str, file: &str) -> std::result::Result<PathBuf, String> {
+    let api =
+        hf_hub::api::sync::ApiBuilder::from_env().with_progress(false).build().map_err(|e| e.to_string())?;
+    api.model(id.to_string()).get(file).map_err(|e| e.to_string())
+}
+
+/// Load a model from a `--model` value.
+///
+/// # Errors
+/// One line naming the model and what is wrong with it.
+pub fn load(spec: &str, compute: &Compute) -> Result<Box<dyn Embedder>> {
+    let dir = resolve(spec)?;
+    load_dir(&dir, compute)
+}
+
+/// Load a model directory, choosing the loader by its contents.
+///
+/// # Errors
+/// One line naming the directory and what is wrong with it.
+pub fn load_dir(dir: &Path, compute: &Compute) -> Result<Box<dyn Embedder>> {
+    if !dir.is_dir() {
+        return Err(Error::model(dir.display(), "no such directory"));
+    }
+    if is_static_model(dir) {
+        return Ok(Box::new(StaticEmbedder::load(dir)?));
+    }
+    let has_config = dir.join("config.json").is_file();
+    if has_config {
+        let kind = model_type(dir)?;
+        if !kind.is_empty() {
+            return Ok(Box::new(BertEmbedder::load(dir, compute)?));
+        }
+    }
+    if !dir.join("model.safetensors").is_file() {
+        return Err(Error::model(dir.display(), "missing model.safetensors"));
+    }
+    if has_config {
+        return Err(Error::model(
+            dir.display(),
+            "config.json names no model_type and model.safetensors has no \"embeddings\" tensor",
+        ));
+    }
+    Err(Error::model(dir.display(), "missing config.json"))
+}
