@@ -41,7 +41,7 @@ impl Default for DistillOptions {
 /// Token vectors of the teacher: `vocab × hidden`, f64, plus which rows fit the PCA.
 fn token_vectors(teacher: &BertEmbedder, batch_tokens: usize) -> Result<(Vec<f64>, usize, usize, Vec<bool>)> {
     use crate::embed::Embedder;
-    let vocab = teacher.tokenizer().get_vocab_size(true);
+    let vocab = teacher.tokenizer().hf().get_vocab_size(true);
     let hidden = teacher.dim();
     let (pre, post) = teacher.specials();
     let (pre, post) = (pre.to_vec(), post.to_vec());
@@ -65,7 +65,11 @@ fn token_vectors(teacher: &BertEmbedder, batch_tokens: usize) -> Result<(Vec<f64
     }
     let fit: Vec<bool> = (0..vocab as u32)
         .map(|t| {
-            teacher.tokenizer().id_to_token(t).is_none_or(|s| !(s.starts_with("[unused") && s.ends_with(']')))
+            teacher
+                .tokenizer()
+                .hf()
+                .id_to_token(t)
+                .is_none_or(|s| !(s.starts_with("[unused") && s.ends_with(']')))
         })
         .collect();
     Ok((out, vocab, hidden, fit))

@@ -19,5 +19,6 @@ pub mod pipeline;
 pub mod segment;
 pub mod sizer;
 pub mod span;
+pub mod wordpiece;
 
 pub use error::{Error, Result};

@@ -59,6 +59,27 @@ Examples:
 Examples:
   seamcut distill --teacher all-MiniLM-L6-v2 --dims 256 -o models/default")]
     Distill(DistillArgs),
+    /// Measure throughput; prints one JSON object per run (see benches/embed_vs_reference.py).
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// Embed the lines of a file `--runs` times after one warm-up run.
+    Embed {
+        #[command(flatten)]
+        model: ModelArgs,
+        /// A text file with one text per line.
+        #[arg(long)]
+        lines: PathBuf,
+        /// Timed runs after the warm-up.
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Padded tokens per batch.
+        #[arg(long, default_value_t = 16_384)]
+        batch_tokens: usize,
+    },
 }
 
 #[derive(Args)]
@@ -303,6 +324,28 @@ fn run(cli: Cli) -> seamcut::Result<()> {
                     stats.long_texts,
                     if a.long == Long::Truncate { "truncated" } else { "averaged over windows" },
                     model.describe()
+                );
+            }
+        }
+        Command::Bench(BenchCommand::Embed { model, lines, runs, batch_tokens }) => {
+            let m = model.load()?;
+            let raw = std::fs::read_to_string(&lines)
+                .map_err(|e| seamcut::Error::Io { path: lines.clone(), source: e })?;
+            let texts: Vec<&str> = raw.lines().collect();
+            let opts = seamcut::embed::EmbedOptions { batch_tokens, ..Default::default() };
+            seamcut::embed::embed_texts(m.as_ref(), &texts, opts)?; // warm-up
+            for run in 0..runs {
+                let t0 = std::time::Instant::now();
+                let (_, st) = seamcut::embed::embed_texts(m.as_ref(), &texts, opts)?;
+                let secs = t0.elapsed().as_secs_f64();
+                println!(
+                    "{}",
+                    serde_json::json!({
+                        "run": run, "texts": st.texts, "tokens": st.tokens, "seconds": secs,
+                        "texts_per_s": st.texts as f64 / secs, "tokens_per_s": st.tokens as f64 / secs,
+                        "padding_overhead": st.padding_overhead(), "batches": st.batches,
+                        "threads": rayon::current_num_threads(), "model": m.describe(),
+                    })
                 );
             }
         }

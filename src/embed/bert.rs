@@ -16,6 +16,7 @@ use tokenizers::Tokenizer;
 
 use super::{normalize, Embedder, FlatBatch};
 use crate::device::Compute;
+use crate::wordpiece::TextTokenizer;
 use crate::{Error, Result};
 
 /// How token vectors become one vector.
@@ -33,7 +34,7 @@ enum Net {
 /// A BERT-family encoder.
 pub struct BertEmbedder {
     net: Net,
-    tokenizer: Tokenizer,
+    tokenizer: TextTokenizer,
     compute: Compute,
     pooling: Pooling,
     max_tokens: usize,
@@ -237,7 +238,7 @@ impl BertEmbedder {
         };
         Ok(Self {
             net,
-            tokenizer,
+            tokenizer: TextTokenizer::new(tokenizer),
             compute: compute.clone(),
             pooling,
             max_tokens,
@@ -303,7 +304,7 @@ impl Embedder for BertEmbedder {
         Some(self.max_tokens)
     }
 
-    fn tokenizer(&self) -> &Tokenizer {
+    fn tokenizer(&self) -> &TextTokenizer {
         &self.tokenizer
     }
 

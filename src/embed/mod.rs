@@ -15,8 +15,8 @@ pub mod bert;
 pub mod static_model;
 
 use rayon::prelude::*;
-use tokenizers::Tokenizer;
 
+use crate::wordpiece::TextTokenizer;
 use crate::Result;
 
 /// Sequences as one flat id array: sequence `i` is `ids[cu_seqlens[i]..cu_seqlens[i+1]]`.
@@ -66,7 +66,7 @@ pub trait Embedder: Send + Sync {
     fn max_tokens(&self) -> Option<usize>;
 
     /// The model's tokenizer (truncation and padding off).
-    fn tokenizer(&self) -> &Tokenizer;
+    fn tokenizer(&self) -> &TextTokenizer;
 
     /// Ids that wrap every sequence (`[CLS]` … `[SEP]`); empty for static models.
     fn special_ids(&self) -> (&[u32], &[u32]);
@@ -74,7 +74,7 @@ pub trait Embedder: Send + Sync {
     /// Content token ids of `text` (no special tokens). The default encodes with the
     /// tokenizer; static models also drop unknown tokens, as model2vec does.
     fn content_ids(&self, text: &str) -> Vec<u32> {
-        self.tokenizer().encode_fast(text, false).map(|e| e.get_ids().to_vec()).unwrap_or_default()
+        self.tokenizer().ids(text)
     }
 
     /// Embed every sequence of the batch (special tokens already added). Returns

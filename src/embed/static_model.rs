@@ -14,6 +14,7 @@ use tokenizers::Tokenizer;
 
 use super::bert::{load_tokenizer, read_json};
 use super::{normalize, Embedder, FlatBatch};
+use crate::wordpiece::TextTokenizer;
 use crate::{Error, Result};
 
 pub struct StaticEmbedder {
@@ -23,7 +24,7 @@ pub struct StaticEmbedder {
     dim: usize,
     weights: Option<Vec<f32>>,
     mapping: Option<Vec<usize>>,
-    tokenizer: Tokenizer,
+    tokenizer: TextTokenizer,
     unk_id: Option<u32>,
     max_length: Option<usize>,
     name: String,
@@ -136,7 +137,7 @@ impl StaticEmbedder {
             dim,
             weights,
             mapping,
-            tokenizer,
+            tokenizer: TextTokenizer::new(tokenizer),
             unk_id,
             max_length: cfg.max_length,
             name: format!("{} (model2vec static, {rows}×{dim})", dir.display()),
@@ -166,7 +167,7 @@ impl Embedder for StaticEmbedder {
         self.max_length
     }
 
-    fn tokenizer(&self) -> &Tokenizer {
+    fn tokenizer(&self) -> &TextTokenizer {
         &self.tokenizer
     }
 
@@ -175,8 +176,7 @@ impl Embedder for StaticEmbedder {
     }
 
     fn content_ids(&self, text: &str) -> Vec<u32> {
-        let mut ids =
-            self.tokenizer.encode_fast(text, false).map(|e| e.get_ids().to_vec()).unwrap_or_default();
+        let mut ids = self.tokenizer.ids(text);
         if let Some(u) = self.unk_id {
             ids.retain(|&i| i != u);
         }

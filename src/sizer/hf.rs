@@ -6,11 +6,12 @@ use std::path::Path;
 use tokenizers::Tokenizer;
 
 use super::Sizer;
+use crate::wordpiece::TextTokenizer;
 use crate::{Error, Result};
 
 #[derive(Debug, Clone)]
 pub struct HfSizer {
-    tokenizer: Tokenizer,
+    tokenizer: TextTokenizer,
     name: String,
 }
 
@@ -21,10 +22,9 @@ impl HfSizer {
     /// If the file is missing or not a valid tokenizer.
     pub fn from_file(path: &Path) -> Result<Self> {
         let file = if path.is_dir() { path.join("tokenizer.json") } else { path.to_path_buf() };
-        let mut tokenizer = Tokenizer::from_file(&file)
+        let tokenizer = Tokenizer::from_file(&file)
             .map_err(|e| Error::Tokenizer { path: file.clone(), message: e.to_string() })?;
-        Self::strip(&mut tokenizer);
-        Ok(Self { tokenizer, name: format!("tokenizer:{}", file.display()) })
+        Ok(Self { tokenizer: TextTokenizer::new(tokenizer), name: format!("tokenizer:{}", file.display()) })
     }
 
     /// The tokenizer of seamcut's default model (`models/default/tokenizer.json`, the
@@ -42,59 +42,23 @@ impl HfSizer {
 
     /// Wrap an already loaded tokenizer (its truncation and padding are switched off).
     #[must_use]
-    pub fn new(mut tokenizer: Tokenizer, name: impl Into<String>) -> Self {
-        Self::strip(&mut tokenizer);
-        Self { tokenizer, name: name.into() }
-    }
-
-    fn strip(t: &mut Tokenizer) {
-        // A count must see the whole text: no truncation, no padding tokens.
-        let _ = t.with_truncation(None);
-        t.with_padding(None);
+    pub fn new(tokenizer: Tokenizer, name: impl Into<String>) -> Self {
+        Self { tokenizer: TextTokenizer::new(tokenizer), name: name.into() }
     }
 
     #[must_use]
-    pub fn tokenizer(&self) -> &Tokenizer {
+    pub fn tokenizer(&self) -> &TextTokenizer {
         &self.tokenizer
     }
 }
 
 impl Sizer for HfSizer {
     fn count(&self, text: &str) -> usize {
-        if text.is_empty() {
-            return 0;
-        }
-        self.tokenizer.encode_fast(text, false).map_or_else(
-            // Encoding only fails on a broken tokenizer; fall back to a char count so a
-            // cap is still enforced rather than silently ignored.
-            |_| text.chars().count(),
-            |e| e.len(),
-        )
+        self.tokenizer.count(text)
     }
 
     fn token_starts(&self, text: &str) -> Vec<usize> {
-        if text.is_empty() {
-            return Vec::new();
-        }
-        match self.tokenizer.encode(text, false) {
-            Ok(enc) => {
-                let mut out: Vec<usize> = enc.get_offsets().iter().map(|&(s, _)| s).collect();
-                // Offsets are bytes into `text` for the Rust API. Keep them monotone and on
-                // char boundaries (several tokens may share a start, e.g. byte-level BPE of one
-                // emoji); the cutter only needs places where a cut is allowed.
-                let mut last = 0;
-                for o in &mut out {
-                    let mut x = (*o).min(text.len()).max(last);
-                    while !text.is_char_boundary(x) {
-                        x -= 1;
-                    }
-                    *o = x.max(last);
-                    last = *o;
-                }
-                out
-            }
-            Err(_) => text.char_indices().map(|(i, _)| i).collect(),
-        }
+        self.tokenizer.token_starts(text)
     }
 
     fn name(&self) -> String {
