@@ -2,13 +2,13 @@
 //!
 //! The HF `tokenizers` pipeline builds a full `Encoding` (token strings, offsets, masks)
 //! for every call, which made token counting the bottleneck of chunking jobs (3.5 MB/s on
-//! two cores). For the common case — a `BertNormalizer` (lower-casing) + `BertPreTokenizer`
-//! + `WordPiece` tokenizer, like all-MiniLM's and BGE's, and ASCII text without control
-//! characters, plus typographic quotes and dashes — the pipeline reduces to: lower-case, split on whitespace, isolate each
-//! ASCII punctuation character, and greedy longest-match WordPiece. That is what this file
-//! does, with no allocation per token. Any other input (non-ASCII text, control
-//! characters, another tokenizer) takes the HF path, so results are always identical to
-//! HF's; `tests/wordpiece.rs` checks that on prose and on random strings.
+//! two cores). For the common case, a tokenizer made of `BertNormalizer` (lower-casing),
+//! `BertPreTokenizer` and `WordPiece` (all-MiniLM's, BGE's) on ASCII text without control
+//! characters (typographic quotes and dashes allowed), the pipeline reduces to: lower-case,
+//! split on whitespace, isolate each punctuation character, and greedy longest-match
+//! WordPiece. That is what this file does, with no allocation per token. Any other input
+//! takes the HF path, so results are always identical to HF's; `tests/wordpiece.rs` checks
+//! that on prose and on random strings.
 
 use rustc_hash::FxHashMap;
 use serde_json::Value;
