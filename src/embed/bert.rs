@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 
 use candle_core::{DType, Tensor, D};
 use candle_nn::VarBuilder;
-use candle_transformers::models::{bert, xlm_roberta};
 use serde::Deserialize;
 use tokenizers::Tokenizer;
 
+use super::encoder::{Encoder, EncoderConfig};
 use super::{normalize, Embedder, FlatBatch};
 use crate::device::Compute;
 use crate::wordpiece::TextTokenizer;
@@ -26,20 +26,14 @@ pub enum Pooling {
     Cls,
 }
 
-enum Net {
-    Bert(bert::BertModel),
-    XlmRoberta(xlm_roberta::XLMRobertaModel),
-}
-
 /// A BERT-family encoder.
 pub struct BertEmbedder {
-    net: Net,
+    encoder: Encoder,
     tokenizer: TextTokenizer,
     compute: Compute,
     pooling: Pooling,
     max_tokens: usize,
     dim: usize,
-    pad_id: u32,
     pre: Vec<u32>,
     post: Vec<u32>,
     name: String,
@@ -50,8 +44,6 @@ struct ArchConfig {
     model_type: Option<String>,
     architectures: Option<Vec<String>>,
     hidden_size: usize,
-    max_position_embeddings: usize,
-    pad_token_id: Option<u32>,
 }
 
 #[derive(Deserialize)]
@@ -166,47 +158,9 @@ impl BertEmbedder {
         let bad = |e: candle_core::Error| {
             Error::model(dir.display(), format!("weights do not match config.json: {}", first_line(&e)))
         };
-        let (net, pos_limit, pad_id) = match kind.as_str() {
-            "bert" => {
-                let cfg: bert::Config = serde_json::from_str(&text).map_err(|e| {
-                    Error::model(dir.display(), format!("config.json is not a BERT config: {e}"))
-                })?;
-                let vb = if vb.contains_tensor("bert.embeddings.word_embeddings.weight") {
-                    vb.pp("bert")
-                } else {
-                    vb
-                };
-                (
-                    Net::Bert(bert::BertModel::load(vb, &cfg).map_err(bad)?),
-                    arch.max_position_embeddings,
-                    arch.pad_token_id.unwrap_or(0),
-                )
-            }
-            "xlm-roberta" | "roberta" | "camembert" => {
-                // Recent transformers omit fields that candle's config requires: fill defaults.
-                let mut v: serde_json::Value =
-                    serde_json::from_str(&text).map_err(|e| Error::model(dir.display(), e))?;
-                if let Some(o) = v.as_object_mut() {
-                    o.entry("position_embedding_type").or_insert("absolute".into());
-                    o.entry("hidden_act").or_insert("gelu".into());
-                    o.entry("attention_probs_dropout_prob").or_insert(0.1.into());
-                    o.entry("hidden_dropout_prob").or_insert(0.1.into());
-                    o.entry("type_vocab_size").or_insert(1.into());
-                    o.entry("pad_token_id").or_insert(1.into());
-                }
-                let cfg: xlm_roberta::Config = serde_json::from_value(v).map_err(|e| {
-                    Error::model(dir.display(), format!("config.json is not an XLM-RoBERTa config: {e}"))
-                })?;
-                let vb = if vb.contains_tensor("roberta.embeddings.word_embeddings.weight") {
-                    vb.pp("roberta")
-                } else {
-                    vb
-                };
-                let pad = cfg.pad_token_id;
-                // RoBERTa positions start after the padding index.
-                let limit = arch.max_position_embeddings.saturating_sub(pad as usize + 1);
-                (Net::XlmRoberta(xlm_roberta::XLMRobertaModel::new(&cfg, vb).map_err(bad)?), limit, pad)
-            }
+        let roberta = match kind.as_str() {
+            "bert" => false,
+            "xlm-roberta" | "roberta" | "camembert" => true,
             other => {
                 let archs = arch.architectures.unwrap_or_default().join(", ");
                 return Err(Error::model(
@@ -215,6 +169,10 @@ impl BertEmbedder {
                 ));
             }
         };
+        let cfg: EncoderConfig = serde_json::from_str(&text)
+            .map_err(|e| Error::model(dir.display(), format!("config.json is not a {kind} config: {e}")))?;
+        let encoder = Encoder::load(vb, &cfg, roberta).map_err(bad)?;
+        let pos_limit = encoder.max_positions;
         // The window: sentence-transformers' max_seq_length (older versions keep it in
         // sentence_bert_config.json, newer in tokenizer_config.json's model_max_length), capped
         // by the position embeddings.
@@ -237,13 +195,12 @@ impl BertEmbedder {
             _ => (ids[..1].to_vec(), ids[1..].to_vec()),
         };
         Ok(Self {
-            net,
+            encoder,
             tokenizer: TextTokenizer::new(tokenizer),
             compute: compute.clone(),
             pooling,
             max_tokens,
             dim: arch.hidden_size,
-            pad_id,
             pre,
             post,
             name: format!(
@@ -332,30 +289,23 @@ impl BertEmbedder {
         if n == 0 {
             return Ok(Vec::new());
         }
-        let l = batch.max_len().max(1);
-        let mut ids = vec![self.pad_id; n * l];
-        let mut mask = vec![0u32; n * l];
-        for i in 0..n {
-            let s = batch.seq(i);
-            ids[i * l..i * l + s.len()].copy_from_slice(s);
-            mask[i * l..i * l + s.len()].iter_mut().for_each(|m| *m = 1);
-        }
-        let dev = &self.compute.device;
-        let ids = Tensor::from_vec(ids, (n, l), dev)?;
-        let mask = Tensor::from_vec(mask, (n, l), dev)?;
-        let types = ids.zeros_like()?;
-        let hidden = match &self.net {
-            Net::Bert(m) => m.forward(&ids, &types, Some(&mask))?,
-            Net::XlmRoberta(m) => m.forward(&ids, &mask, &types, None, None, None)?,
-        };
+        let dev = self.encoder_device();
+        let hidden = self.encoder.forward(batch)?.to_dtype(DType::F32)?; // [N, H]
         let pooled = match pooling {
-            Pooling::Cls => hidden.narrow(1, 0, 1)?.squeeze(1)?.to_dtype(DType::F32)?,
+            Pooling::Cls => {
+                let first: Vec<u32> = batch.cu_seqlens[..n].iter().map(|&s| s as u32).collect();
+                hidden.index_select(&Tensor::from_vec(first, n, &dev)?, 0)?
+            }
             Pooling::Mean => {
-                let m = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
-                let h = hidden.to_dtype(DType::F32)?;
-                let sum = h.broadcast_mul(&m)?.sum(1)?;
-                let count = m.sum(1)?.clamp(1e-9f32, f32::MAX)?;
-                sum.broadcast_div(&count)?
+                // Mean over each sequence's tokens as one product: P[i, t] = 1/len_i on its tokens.
+                let total = batch.ids.len();
+                let mut p = vec![0f32; n * total];
+                for i in 0..n {
+                    let (s, e) = (batch.cu_seqlens[i], batch.cu_seqlens[i + 1]);
+                    let w = 1.0 / (e - s).max(1) as f32;
+                    p[i * total + s..i * total + e].iter_mut().for_each(|x| *x = w);
+                }
+                Tensor::from_vec(p, (n, total), &dev)?.matmul(&hidden)?
             }
         };
         if !unit {
@@ -368,6 +318,10 @@ impl BertEmbedder {
             normalize(row); // exact unit length after the device's arithmetic
         }
         Ok(out)
+    }
+
+    fn encoder_device(&self) -> candle_core::Device {
+        self.compute.device.clone()
     }
 
     /// Ids of `[CLS]`/`<s>` and `[SEP]`/`</s>` around every sequence.

@@ -12,6 +12,8 @@
 
 pub mod batch;
 pub mod bert;
+pub mod encoder;
+pub mod gelu;
 pub mod static_model;
 
 use rayon::prelude::*;
