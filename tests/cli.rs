@@ -203,3 +203,102 @@ fn help_shows_examples() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("Examples:"));
     assert!(Path::new(env!("CARGO_BIN_EXE_seamcut")).exists());
 }
+
+#[test]
+fn embed_writes_normalised_npy() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = dir.path().join("l.txt");
+    std::fs::write(&lines, "Hello world.\nThe cat sat on the mat.\n\n这是中文。\n").unwrap();
+    let out = dir.path().join("v.npy");
+    let o = seamcut(&["embed", "--lines", lines.to_str().unwrap(), "-o", out.to_str().unwrap()], None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (data, rows, cols) = seamcut::npy::read_f32(&out).unwrap();
+    assert_eq!((rows, cols), (4, 240), "the default static model: one row per line");
+    for r in 0..rows {
+        let n: f32 = data[r * cols..(r + 1) * cols].iter().map(|x| x * x).sum::<f32>().sqrt();
+        if r == 2 {
+            assert_eq!(n, 0.0, "an empty line has nothing to embed");
+        } else {
+            assert!((n - 1.0).abs() < 1e-5);
+        }
+    }
+    assert!(stderr(&o).contains("4 texts"), "{}", stderr(&o));
+}
+
+#[test]
+fn bad_models_and_devices_are_one_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = dir.path().join("l.txt");
+    std::fs::write(&lines, "x\n").unwrap();
+    let out = dir.path().join("v.npy");
+    let l = lines.to_str().unwrap();
+    let o = out.to_str().unwrap();
+    let empty = dir.path().join("empty-model");
+    std::fs::create_dir(&empty).unwrap();
+    for (args, want) in [
+        (
+            vec!["embed", "--model", empty.to_str().unwrap(), "--lines", l, "-o", o],
+            "missing model.safetensors",
+        ),
+        (vec!["embed", "--model", "./no/such/dir", "--lines", l, "-o", o], "no such directory"),
+        (vec!["embed", "--device", "tpu", "--lines", l, "-o", o], "unknown device"),
+        (vec!["embed", "--device", "cuda:0", "--lines", l, "-o", o], "not available"),
+    ] {
+        let out = seamcut(&args, None);
+        assert!(matches!(out.status.code(), Some(1 | 2)), "{args:?}");
+        let err = stderr(&out);
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn offline_hub_ids_fail_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = dir.path().join("l.txt");
+    std::fs::write(&lines, "x\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_seamcut"))
+        .args(["embed", "--model", "no-such-org/no-such-model", "--lines", lines.to_str().unwrap(), "-o"])
+        .arg(dir.path().join("v.npy"))
+        .env("HF_HUB_OFFLINE", "1")
+        .env("HF_HOME", dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("HF_HUB_OFFLINE") && err.contains("no-such-org/no-such-model"), "{err}");
+}
+
+#[test]
+fn hub_ids_load_from_the_hf_cache() {
+    // The layout hf-hub writes: $HF_HOME/hub/models--ORG--NAME/{refs/main, snapshots/REV/...}.
+    let home = tempfile::tempdir().unwrap();
+    let repo = home.path().join("hub/models--acme--tiny-xlmr");
+    let snap = repo.join("snapshots/0123abcd");
+    std::fs::create_dir_all(snap.join("1_Pooling")).unwrap();
+    std::fs::create_dir_all(repo.join("refs")).unwrap();
+    std::fs::write(repo.join("refs/main"), "0123abcd").unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny-xlmr");
+    for f in [
+        "config.json",
+        "model.safetensors",
+        "tokenizer.json",
+        "modules.json",
+        "sentence_bert_config.json",
+        "1_Pooling/config.json",
+    ] {
+        std::fs::copy(src.join(f), snap.join(f)).unwrap();
+    }
+    let lines = home.path().join("l.txt");
+    std::fs::write(&lines, "one\ntwo\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_seamcut"))
+        .args(["embed", "--model", "acme/tiny-xlmr", "--lines", lines.to_str().unwrap(), "-o"])
+        .arg(home.path().join("v.npy"))
+        .env("HF_HUB_OFFLINE", "1")
+        .env("HF_HOME", home.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (_, rows, cols) = seamcut::npy::read_f32(&home.path().join("v.npy")).unwrap();
+    assert_eq!((rows, cols), (2, 32));
+}
