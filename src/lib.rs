@@ -5,6 +5,7 @@
 //! [`sizer`] counts tokens and cuts oversize units, [`chunkers`] turn units into
 //! [`chunk::Chunk`]s, [`corpus`] reads documents and [`output`] writes chunks.
 
+pub mod band;
 pub mod chunk;
 pub mod chunkers;
 pub mod corpus;
@@ -16,6 +17,7 @@ pub mod models;
 pub mod npy;
 pub mod output;
 pub mod pipeline;
+pub mod rules;
 pub mod segment;
 pub mod sizer;
 pub mod span;

@@ -1,0 +1,17 @@
+//! Boundary rules: pure functions from similarities (a [`crate::band::Band`] or a series)
+//! and token counts to chunk starts (sentence indices, the first always 0).
+//!
+//! No rule imports a model, candle or a device: each is testable on numbers written by
+//! hand, and each is checked against its reference implementation on fixtures
+//! (`tests/rules_parity.rs`).
+//!
+//! - [`maxmin`]: Max–Min (Kiss, Nagy, Szilágyi 2025; the authors' `maxmin_chunker.py`).
+//! - [`minima`]: chonkie 1.7.0 `SemanticChunker` (Savitzky–Golay minima, [`savgol`]).
+//! - [`breakpoint`]: langchain-experimental 0.4.2 `SemanticChunker` (percentile, standard
+//!   deviation, interquartile, gradient).
+
+pub mod breakpoint;
+pub mod maxmin;
+pub mod minima;
+pub mod savgol;
+pub mod stats;
