@@ -40,11 +40,12 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Vec<f64> {
         if d == 0.0 {
             continue;
         }
+        let pivot_row = a[col].clone();
         for r in 0..n {
             if r != col {
                 let f = a[r][col] / d;
-                for c in col..n {
-                    a[r][c] -= f * a[col][c];
+                for (x, p) in a[r][col..].iter_mut().zip(&pivot_row[col..]) {
+                    *x -= f * p;
                 }
                 b[r] -= f * b[col];
             }
