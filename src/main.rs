@@ -85,6 +85,15 @@ enum BenchCommand {
         #[arg(long, default_value_t = 16_384)]
         batch_tokens: usize,
     },
+    /// Time the minima rule's split search (Savitzky–Golay minima, percentile filter) on a
+    /// similarity series from a .npy file; compare with chonkie_core (benches/rules_vs_chonkie.py).
+    Minima {
+        /// A 1-D float32 .npy series.
+        #[arg(long)]
+        series: PathBuf,
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+    },
 }
 
 #[derive(Args)]
@@ -352,6 +361,18 @@ fn run(cli: Cli) -> seamcut::Result<()> {
                         "threads": rayon::current_num_threads(), "model": m.describe(),
                     })
                 );
+            }
+        }
+        Command::Bench(BenchCommand::Minima { series, runs }) => {
+            let (data, rows, cols) = seamcut::npy::read_f32(&series)?;
+            let sims: Vec<f64> = data.iter().map(|&x| f64::from(x)).collect();
+            let p = seamcut::rules::minima::MinimaParams::default();
+            let n = rows * cols + p.similarity_window;
+            for run in 0..runs {
+                let t0 = std::time::Instant::now();
+                let starts = seamcut::rules::minima::split_starts(n, &sims, &p);
+                let secs = t0.elapsed().as_secs_f64();
+                println!("{}", serde_json::json!({"run": run, "points": sims.len(), "splits": starts.len() - 1, "seconds": secs}));
             }
         }
         Command::Distill(a) => {

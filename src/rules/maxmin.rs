@@ -54,22 +54,23 @@ pub fn maxmin(band: &Band, tokens: &[usize], p: &MaxMinParams) -> Vec<usize> {
     let mut start = 0;
     let mut pairwise_min = f64::NEG_INFINITY;
     let mut chunk_tokens = tokens.first().copied().unwrap_or(0);
+    // c·σ(|C|−1) for every chunk size the band allows: no exp() in the loop.
+    let factor: Vec<f64> = (0..=band.width().max(1)).map(|s| p.c * sigmoid(s as f64 - 1.0)).collect();
     for i in 1..n {
         let size = i - start;
         let t = tokens.get(i).copied().unwrap_or(0);
         let room = size < band.width() && chunk_tokens.saturating_add(t) <= cap;
         let (new_sim, adjusted) = if size > 1 {
-            let adjusted = pairwise_min * p.c * sigmoid((size - 1) as f64);
+            let adjusted = pairwise_min * factor[size.min(factor.len() - 1)];
             // The row holds cos(i, i-1), cos(i, i-2), …; the chunk is the first `size`.
             let row = &band.row(i)[..size.min(band.width())];
-            let (mut mx, mut mn) = (f64::NEG_INFINITY, f64::INFINITY);
+            let (mut mx, mut mn) = (f32::NEG_INFINITY, f32::INFINITY);
             for &s in row {
-                let s = f64::from(s);
                 mx = mx.max(s);
                 mn = mn.min(s);
             }
-            pairwise_min = pairwise_min.min(mn);
-            (mx, adjusted)
+            pairwise_min = pairwise_min.min(f64::from(mn));
+            (f64::from(mx), adjusted)
         } else {
             pairwise_min = f64::from(band.sim(i, i - 1));
             (p.init_const * pairwise_min, 0.0)

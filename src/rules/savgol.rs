@@ -71,16 +71,23 @@ pub fn filter(data: &[f64], window: usize, order: usize, deriv: usize) -> Vec<f6
         };
         data[j.clamp(0, n - 1) as usize]
     };
-    (0..n)
-        .map(|i| {
-            // Interior points read the window directly; the sum order matches a correlation.
-            let mut s = 0.0;
+    let mut out = Vec::with_capacity(data.len());
+    for i in 0..n {
+        let mut s = 0.0;
+        if i >= half && i + half < n {
+            // Interior: read the window directly (same sum order as at the edges).
+            let w = &data[(i - half) as usize..(i + half + 1) as usize];
+            for (c, x) in h.iter().zip(w) {
+                s += c * x;
+            }
+        } else {
             for (k, c) in h.iter().enumerate() {
                 s += c * at(i - half + k as isize);
             }
-            s
-        })
-        .collect()
+        }
+        out.push(s);
+    }
+    out
 }
 
 /// chonkie's `find_local_minima_interpolated`: indices where the smoothed first derivative

@@ -4,9 +4,18 @@
 /// `numpy.percentile(values, q)` with the default linear method; `q` in 0..=100.
 #[must_use]
 pub fn percentile(values: &[f64], q: f64) -> f64 {
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    // Two order statistics by selection, O(n), rather than a full sort.
     let mut v: Vec<f64> = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    percentile_sorted(&v, q)
+    let idx = (q / 100.0) * (v.len() - 1) as f64;
+    let lo_f = idx.floor();
+    let t = idx - lo_f;
+    let lo = lo_f as usize;
+    let (_, &mut a, rest) = v.select_nth_unstable_by(lo, f64::total_cmp);
+    let b = if lo + 1 < values.len() { rest.iter().copied().fold(f64::INFINITY, f64::min) } else { a };
+    lerp(a, b, t)
 }
 
 /// [`percentile`] of already sorted values.

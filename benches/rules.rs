@@ -1,0 +1,66 @@
+//! Boundary rules over one million sentences (synthetic band and series with topic runs of
+//! 3–11 sentences), one thread: sentence-steps per second. Record in benches/RESULTS.md.
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use seamcut::band::Band;
+use seamcut::rules::breakpoint::{breakpoints, BreakpointParams};
+use seamcut::rules::maxmin::{maxmin, MaxMinParams};
+use seamcut::rules::minima::{minima, MinimaParams};
+
+const N: usize = 1_000_000;
+const WIDTH: usize = 32;
+
+/// A small xorshift generator: deterministic input without a dependency.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> f32 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 >> 40) as f32 / (1u64 << 24) as f32
+    }
+}
+
+/// Topic id per sentence: runs of 3–11.
+fn topics(rng: &mut Rng) -> Vec<u32> {
+    let mut t = Vec::with_capacity(N);
+    let mut id = 0;
+    while t.len() < N {
+        let run = 3 + (rng.next() * 9.0) as usize;
+        t.extend(std::iter::repeat_n(id, run.min(N - t.len())));
+        id += 1;
+    }
+    t
+}
+
+fn inputs() -> (Band, Vec<f64>, Vec<usize>) {
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let t = topics(&mut rng);
+    let mut data = vec![0f32; N * WIDTH];
+    for i in 0..N {
+        for k in 0..WIDTH.min(i) {
+            let j = i - 1 - k;
+            data[i * WIDTH + k] = if t[i] == t[j] { 0.55 + 0.3 * rng.next() } else { 0.1 + 0.3 * rng.next() };
+        }
+    }
+    let series: Vec<f64> = (0..N).map(|i| f64::from(data[i * WIDTH])).collect();
+    let tokens: Vec<usize> = (0..N).map(|_| 8 + (rng.next() * 30.0) as usize).collect();
+    (Band::from_parts(N, WIDTH, data), series, tokens)
+}
+
+fn rules(c: &mut Criterion) {
+    let (band, series, tokens) = inputs();
+    let chars: Vec<usize> = tokens.iter().map(|t| t * 5).collect();
+    let mut g = c.benchmark_group("rules_1M_sentences");
+    g.throughput(Throughput::Elements(N as u64));
+    g.sample_size(10);
+    g.bench_function("maxmin", |b| b.iter(|| maxmin(&band, &tokens, &MaxMinParams::default()).len()));
+    g.bench_function("minima", |b| b.iter(|| minima(&series, &tokens, &MinimaParams::default()).len()));
+    g.bench_function("breakpoint_percentile", |b| {
+        b.iter(|| breakpoints(&series[1..], &chars, &BreakpointParams::default()).len())
+    });
+    g.finish();
+}
+
+criterion_group!(benches, rules);
+criterion_main!(benches);
