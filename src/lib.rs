@@ -19,6 +19,7 @@ pub mod output;
 pub mod pipeline;
 pub mod rules;
 pub mod segment;
+pub mod similarity;
 pub mod sizer;
 pub mod span;
 pub mod wordpiece;

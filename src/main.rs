@@ -42,7 +42,7 @@ Examples:
   seamcut chunk data.jsonl --input-format jsonl --id-field doc --text-field body
   cat notes.md | seamcut chunk - --chunker paragraph --min-tokens 32
   seamcut chunk book.txt --chunker fixed --max-tokens 128 --overlap 16 --sizer words")]
-    Chunk(ChunkArgs),
+    Chunk(Box<ChunkArgs>),
     /// Print the sentences the engine will use, one JSON object per sentence.
     #[command(after_help = "\
 Output, one JSON object per line: {\"doc_id\", \"index\", \"start\", \"end\", \"text\"}
@@ -110,12 +110,15 @@ struct ModelArgs {
 }
 
 impl ModelArgs {
-    fn load(&self) -> seamcut::Result<Box<dyn seamcut::embed::Embedder>> {
-        let compute = seamcut::device::Compute::new(
+    fn compute(&self) -> seamcut::Result<seamcut::device::Compute> {
+        seamcut::device::Compute::new(
             seamcut::device::DeviceSpec::parse(&self.device)?,
             seamcut::device::Precision::parse(&self.dtype)?,
-        )?;
-        seamcut::models::load(&self.model, &compute)
+        )
+    }
+
+    fn load(&self) -> seamcut::Result<Box<dyn seamcut::embed::Embedder>> {
+        seamcut::models::load(&self.model, &self.compute()?)
     }
 }
 
@@ -208,12 +211,135 @@ struct ChunkArgs {
     /// The chunking method.
     #[arg(long, value_enum, default_value_t = ChunkerName::Sentence)]
     chunker: ChunkerName,
+    #[command(flatten)]
+    model: ModelArgs,
+    #[command(flatten)]
+    rule: RuleArgs,
     /// Merge chunks smaller than this into a neighbour when the cap allows.
     #[arg(long, default_value_t = 0)]
     min_tokens: usize,
     /// Tokens shared by consecutive chunks (fixed chunker only).
     #[arg(long, default_value_t = 0)]
     overlap: usize,
+}
+
+/// Parameters of the embedding chunkers, with their references' defaults.
+#[derive(Args)]
+struct RuleArgs {
+    /// Max–Min: hard threshold (paper: 0.6, tuned for bge-base; cosine scales differ by model).
+    #[arg(long, default_value_t = 0.6, help_heading = "Max–Min (Kiss et al. 2025)")]
+    hard_thr: f64,
+    /// Max–Min: c, the factor on the chunk's minimum pairwise similarity (paper: 0.9).
+    #[arg(long = "c", default_value_t = 0.9, help_heading = "Max–Min (Kiss et al. 2025)")]
+    c: f64,
+    /// Max–Min: init_const, the factor on a one-sentence chunk's similarity (paper: 1.5).
+    #[arg(long, default_value_t = 1.5, help_heading = "Max–Min (Kiss et al. 2025)")]
+    init_const: f64,
+    /// Minima: percentile (0..1) of candidate minima kept as splits (chonkie: 0.8).
+    #[arg(long, default_value_t = 0.8, help_heading = "Minima (chonkie SemanticChunker)")]
+    threshold: f64,
+    /// Minima: sentences in the window compared with the next sentence (chonkie: 3).
+    #[arg(long, default_value_t = 3, help_heading = "Minima (chonkie SemanticChunker)")]
+    similarity_window: usize,
+    /// Minima: minimum distance between splits, in sentences (chonkie: 1).
+    #[arg(long, default_value_t = 1, help_heading = "Minima (chonkie SemanticChunker)")]
+    min_sentences: usize,
+    /// Minima: Savitzky–Golay window, odd (chonkie: 5).
+    #[arg(long, default_value_t = 5, help_heading = "Minima (chonkie SemanticChunker)")]
+    filter_window: usize,
+    /// Minima: Savitzky–Golay polynomial order (chonkie: 3).
+    #[arg(long, default_value_t = 3, help_heading = "Minima (chonkie SemanticChunker)")]
+    filter_polyorder: usize,
+    /// Minima: tolerance on the smoothed first derivative (chonkie: 0.2).
+    #[arg(long, default_value_t = 0.2, help_heading = "Minima (chonkie SemanticChunker)")]
+    filter_tolerance: f64,
+    /// Minima: merge groups within this many groups when similar (chonkie: 0, off).
+    #[arg(long, default_value_t = 0, help_heading = "Minima (chonkie SemanticChunker)")]
+    skip_window: usize,
+    /// Minima and breakpoints: embed a window as the mean of its sentence vectors, or by
+    /// re-embedding its text (as chonkie and LangChain do; slower).
+    #[arg(long, value_enum, default_value_t = Window::Mean)]
+    window: Window,
+    /// Breakpoints: threshold type (LangChain: percentile).
+    #[arg(long, value_enum, default_value_t = BreakpointType::Percentile, help_heading = "Breakpoints (LangChain SemanticChunker)")]
+    breakpoint_type: BreakpointType,
+    /// Breakpoints: threshold amount (LangChain: 95 percentile, 3 std, 1.5 IQR, 95 gradient).
+    #[arg(long, help_heading = "Breakpoints (LangChain SemanticChunker)")]
+    breakpoint_amount: Option<f64>,
+    /// Breakpoints: aim for this many chunks instead of a threshold.
+    #[arg(long, help_heading = "Breakpoints (LangChain SemanticChunker)")]
+    number_of_chunks: Option<usize>,
+    /// Breakpoints: neighbours on each side combined with a sentence (LangChain: 1).
+    #[arg(long, default_value_t = 1, help_heading = "Breakpoints (LangChain SemanticChunker)")]
+    buffer_size: usize,
+    /// Breakpoints: skip breakpoints closing a chunk shorter than this many characters.
+    #[arg(long, help_heading = "Breakpoints (LangChain SemanticChunker)")]
+    min_chunk_chars: Option<usize>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Window {
+    Mean,
+    Concat,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum BreakpointType {
+    Percentile,
+    StandardDeviation,
+    Interquartile,
+    Gradient,
+}
+
+impl RuleArgs {
+    fn rule(&self, chunker: ChunkerName, max_tokens: usize) -> Option<seamcut::chunkers::semantic::Rule> {
+        use seamcut::chunkers::semantic::{Rule, WindowMode};
+        use seamcut::rules::breakpoint::{BreakpointParams, ThresholdType};
+        let window = match self.window {
+            Window::Mean => WindowMode::Mean,
+            Window::Concat => WindowMode::Concat,
+        };
+        Some(match chunker {
+            ChunkerName::Maxmin => Rule::MaxMin(seamcut::rules::maxmin::MaxMinParams {
+                c: self.c,
+                hard_thr: self.hard_thr,
+                init_const: self.init_const,
+                max_tokens,
+            }),
+            ChunkerName::Minima => Rule::Minima(
+                seamcut::rules::minima::MinimaParams {
+                    threshold: self.threshold,
+                    similarity_window: self.similarity_window,
+                    min_sentences: self.min_sentences,
+                    filter_window: self.filter_window,
+                    filter_polyorder: self.filter_polyorder,
+                    filter_tolerance: self.filter_tolerance,
+                    chunk_size: max_tokens,
+                    skip_window: self.skip_window,
+                },
+                window,
+            ),
+            ChunkerName::Breakpoint => {
+                let kind = match self.breakpoint_type {
+                    BreakpointType::Percentile => ThresholdType::Percentile,
+                    BreakpointType::StandardDeviation => ThresholdType::StandardDeviation,
+                    BreakpointType::Interquartile => ThresholdType::Interquartile,
+                    BreakpointType::Gradient => ThresholdType::Gradient,
+                };
+                Rule::Breakpoint {
+                    params: BreakpointParams {
+                        kind,
+                        amount: self.breakpoint_amount.unwrap_or(kind.default_amount()),
+                        number_of_chunks: self.number_of_chunks,
+                        min_chunk_size: self.min_chunk_chars,
+                    },
+                    buffer: self.buffer_size,
+                    window,
+                }
+            }
+            _ => return None,
+        })
+    }
 }
 
 #[derive(Args)]
@@ -238,15 +364,22 @@ enum ChunkerName {
     Sentence,
     /// One chunk per paragraph, split by sentences when over the cap.
     Paragraph,
+    /// Max–Min semantic chunking over sentence embeddings (Kiss, Nagy, Szilágyi 2025).
+    Maxmin,
+    /// Savitzky–Golay minima of window-to-sentence similarity (chonkie's SemanticChunker).
+    Minima,
+    /// Breakpoints on neighbour distances (LangChain/LlamaIndex SemanticChunker).
+    Breakpoint,
 }
 
-impl From<ChunkerName> for ChunkerKind {
-    fn from(c: ChunkerName) -> Self {
-        match c {
-            ChunkerName::Fixed => Self::Fixed,
-            ChunkerName::Recursive => Self::Recursive,
-            ChunkerName::Sentence => Self::Sentence,
-            ChunkerName::Paragraph => Self::Paragraph,
+impl ChunkerName {
+    fn baseline(self) -> Option<ChunkerKind> {
+        match self {
+            Self::Fixed => Some(ChunkerKind::Fixed),
+            Self::Recursive => Some(ChunkerKind::Recursive),
+            Self::Sentence => Some(ChunkerKind::Sentence),
+            Self::Paragraph => Some(ChunkerKind::Paragraph),
+            Self::Maxmin | Self::Minima | Self::Breakpoint => None,
         }
     }
 }
@@ -291,10 +424,34 @@ impl InputArgs {
 fn run(cli: Cli) -> seamcut::Result<()> {
     match cli.command {
         Command::Chunk(a) => {
-            let sizer = SizerSpec::parse(&a.input.sizer).build()?;
             let opts =
                 ChunkOptions::new(a.input.max_tokens).with_min_tokens(a.min_tokens).with_overlap(a.overlap);
-            let chunker = build(a.chunker.into(), sizer, opts)?;
+            let chunker: Box<dyn seamcut::chunkers::Chunker> = match a.chunker.baseline() {
+                Some(kind) => build(kind, SizerSpec::parse(&a.input.sizer).build()?, opts)?,
+                None => {
+                    if a.overlap > 0 {
+                        return Err(seamcut::Error::Config(
+                            "--overlap is only supported by the fixed chunker".into(),
+                        ));
+                    }
+                    let compute = a.model.compute()?;
+                    let model: std::sync::Arc<dyn seamcut::embed::Embedder> =
+                        seamcut::models::load(&a.model.model, &compute)?.into();
+                    // Count tokens as the model does, unless another sizer is asked for.
+                    let sizer: std::sync::Arc<dyn seamcut::sizer::Sizer> = if a.input.sizer == "default" {
+                        std::sync::Arc::new(seamcut::sizer::HfSizer::new(
+                            model.tokenizer().hf().clone(),
+                            "model",
+                        ))
+                    } else {
+                        SizerSpec::parse(&a.input.sizer).build()?
+                    };
+                    let rule = a.rule.rule(a.chunker, a.input.max_tokens).expect("semantic chunker");
+                    Box::new(seamcut::chunkers::semantic::SemanticChunker::new(
+                        model, sizer, compute, rule, opts,
+                    ))
+                }
+            };
             let mut w = a.input.writer()?;
             let stats =
                 chunk_corpus(a.input.documents(), chunker.as_ref(), a.input.cap(), &mut w, a.input.job())?;
@@ -372,7 +529,10 @@ fn run(cli: Cli) -> seamcut::Result<()> {
                 let t0 = std::time::Instant::now();
                 let starts = seamcut::rules::minima::split_starts(n, &sims, &p);
                 let secs = t0.elapsed().as_secs_f64();
-                println!("{}", serde_json::json!({"run": run, "points": sims.len(), "splits": starts.len() - 1, "seconds": secs}));
+                println!(
+                    "{}",
+                    serde_json::json!({"run": run, "points": sims.len(), "splits": starts.len() - 1, "seconds": secs})
+                );
             }
         }
         Command::Distill(a) => {

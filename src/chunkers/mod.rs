@@ -21,6 +21,7 @@ pub mod fixed;
 pub mod pack;
 pub mod paragraph;
 pub mod recursive;
+pub mod semantic;
 pub mod sentence;
 pub mod units;
 

@@ -7,6 +7,7 @@
 //!
 //! - [`maxmin`]: Max–Min (Kiss, Nagy, Szilágyi 2025; the authors' `maxmin_chunker.py`).
 //! - [`minima`]: chonkie 1.7.0 `SemanticChunker` (Savitzky–Golay minima, [`savgol`]).
+//! - [`sizing`]: the token cap and minimum every rule's result passes through.
 //! - [`breakpoint`]: langchain-experimental 0.4.2 `SemanticChunker` (percentile, standard
 //!   deviation, interquartile, gradient).
 
@@ -14,4 +15,5 @@ pub mod breakpoint;
 pub mod maxmin;
 pub mod minima;
 pub mod savgol;
+pub mod sizing;
 pub mod stats;

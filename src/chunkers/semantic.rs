@@ -1,0 +1,238 @@
+//! Embedding-first chunkers: Max–Min, minima and breakpoints over one set of sentence
+//! vectors.
+//!
+//! For each document: sentences as size-capped units (each fits the model's window and the
+//! token cap) → one vector per unit ([`crate::embed`]) → a similarity band on the device
+//! ([`crate::similarity`]) → the rule ([`crate::rules`], a pure function) → the sizing pass
+//! (cap and minimum) → chunks with exact token counts. This module is the only chunker that
+//! touches a model; the rules it calls do not.
+
+use std::sync::Arc;
+
+use super::pack::fill_sentence_counts;
+use super::units::sentence_units;
+use super::{ChunkOptions, Chunker};
+use crate::chunk::ChunkSpan;
+use crate::device::Compute;
+use crate::embed::{embed_texts, EmbedOptions, Embedder};
+use crate::rules::breakpoint::{breakpoints, BreakpointParams};
+use crate::rules::maxmin::{maxmin, MaxMinParams};
+use crate::rules::minima::{skip_and_merge, split_groups, split_starts, MinimaParams};
+use crate::rules::sizing;
+use crate::segment::Segmenter;
+use crate::similarity;
+use crate::sizer::Sizer;
+use crate::span::trim;
+
+/// How a window of sentences is embedded for minima and breakpoints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WindowMode {
+    /// The mean of the sentences' vectors: no extra model calls.
+    #[default]
+    Mean,
+    /// Re-embed the window's text, as chonkie and LangChain do: (W+1)× the model work.
+    Concat,
+}
+
+/// A boundary rule and its parameters.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Rule {
+    MaxMin(MaxMinParams),
+    Minima(MinimaParams, WindowMode),
+    Breakpoint { params: BreakpointParams, buffer: usize, window: WindowMode },
+}
+
+impl Rule {
+    fn name(&self) -> &'static str {
+        match self {
+            Self::MaxMin(_) => "maxmin",
+            Self::Minima(..) => "minima",
+            Self::Breakpoint { .. } => "breakpoint",
+        }
+    }
+}
+
+/// The longest chunk, in sentences, Max–Min may grow (the band's width).
+pub const MAX_CHUNK_SENTENCES: usize = 256;
+
+pub struct SemanticChunker {
+    embedder: Arc<dyn Embedder>,
+    sizer: Arc<dyn Sizer>,
+    compute: Compute,
+    rule: Rule,
+    opts: ChunkOptions,
+    segmenter: Segmenter,
+    embed_opts: EmbedOptions,
+}
+
+impl SemanticChunker {
+    #[must_use]
+    pub fn new(
+        embedder: Arc<dyn Embedder>,
+        sizer: Arc<dyn Sizer>,
+        compute: Compute,
+        rule: Rule,
+        opts: ChunkOptions,
+    ) -> Self {
+        Self {
+            embedder,
+            sizer,
+            compute,
+            rule,
+            opts,
+            segmenter: Segmenter::default(),
+            embed_opts: EmbedOptions::default(),
+        }
+    }
+
+    fn embed(&self, texts: &[&str]) -> crate::Result<Vec<f32>> {
+        Ok(embed_texts(self.embedder.as_ref(), texts, self.embed_opts)?.0.data)
+    }
+
+    fn starts(
+        &self,
+        unit_texts: &[&str],
+        tokens: &[usize],
+        vectors: &[f32],
+        band: &crate::band::Band,
+    ) -> crate::Result<Vec<usize>> {
+        let dim = self.embedder.dim();
+        let n = tokens.len();
+        Ok(match self.rule {
+            Rule::MaxMin(p) => {
+                let p = MaxMinParams { max_tokens: self.opts.max_tokens, ..p };
+                maxmin(band, tokens, &p)
+            }
+            Rule::Minima(p, mode) => {
+                let w = p.similarity_window;
+                let sims = match mode {
+                    WindowMode::Mean => similarity::window_series_mean(vectors, dim, w),
+                    WindowMode::Concat if n > w => {
+                        let windows: Vec<String> =
+                            (0..n - w).map(|i| unit_texts[i..i + w].concat()).collect();
+                        let refs: Vec<&str> = windows.iter().map(String::as_str).collect();
+                        let wv = self.embed(&refs)?;
+                        (0..n - w)
+                            .map(|i| {
+                                wv[i * dim..(i + 1) * dim]
+                                    .iter()
+                                    .zip(&vectors[(i + w) * dim..(i + w + 1) * dim])
+                                    .map(|(a, b)| f64::from(a * b))
+                                    .sum()
+                            })
+                            .collect()
+                    }
+                    WindowMode::Concat => Vec::new(),
+                };
+                let mut starts = split_starts(n, &sims, &p);
+                if p.skip_window > 0 && starts.len() > 1 {
+                    let groups: Vec<String> = (0..starts.len())
+                        .map(|g| unit_texts[starts[g]..starts.get(g + 1).copied().unwrap_or(n)].concat())
+                        .collect();
+                    let refs: Vec<&str> = groups.iter().map(String::as_str).collect();
+                    let gv = self.embed(&refs)?;
+                    let sim = |a: usize, b: usize| -> f64 {
+                        gv[a * dim..(a + 1) * dim]
+                            .iter()
+                            .zip(&gv[b * dim..(b + 1) * dim])
+                            .map(|(x, y)| f64::from(x * y))
+                            .sum()
+                    };
+                    starts = skip_and_merge(&starts, &p, sim);
+                }
+                split_groups(&starts, tokens, p.chunk_size)
+            }
+            Rule::Breakpoint { params, buffer, window } => {
+                let distances = match window {
+                    WindowMode::Mean => similarity::combined_distances_mean(vectors, dim, buffer),
+                    WindowMode::Concat => {
+                        let combined: Vec<String> = (0..n)
+                            .map(|i| unit_texts[i.saturating_sub(buffer)..(i + buffer + 1).min(n)].join(" "))
+                            .collect();
+                        let refs: Vec<&str> = combined.iter().map(String::as_str).collect();
+                        let cv = self.embed(&refs)?;
+                        (0..n.saturating_sub(1))
+                            .map(|i| {
+                                1.0 - cv[i * dim..(i + 1) * dim]
+                                    .iter()
+                                    .zip(&cv[(i + 1) * dim..(i + 2) * dim])
+                                    .map(|(a, b)| f64::from(a * b))
+                                    .sum::<f64>()
+                            })
+                            .collect()
+                    }
+                };
+                let chars: Vec<usize> = unit_texts.iter().map(|t| t.chars().count()).collect();
+                breakpoints(&distances, &chars, &params)
+            }
+        })
+    }
+
+    fn try_chunk(&self, text: &str) -> crate::Result<Vec<ChunkSpan>> {
+        if text.trim().is_empty() {
+            return Ok(Vec::new());
+        }
+        let cap = self.opts.cap();
+        // Every unit must fit the model's window as well as the cap.
+        let (pre, post) = self.embedder.special_ids();
+        let window = self
+            .embedder
+            .max_tokens()
+            .map_or(usize::MAX, |m| m.saturating_sub(pre.len() + post.len()).max(1));
+        let units = sentence_units(text, &self.segmenter, self.sizer.as_ref(), cap.min(window));
+        let n = units.len();
+        let unit_texts: Vec<&str> = units.spans.iter().map(|s| trim(text, *s).text(text)).collect();
+        let vectors = self.embed(&unit_texts)?;
+        let width = match self.rule {
+            Rule::MaxMin(_) => MAX_CHUNK_SENTENCES.min(n.max(1)),
+            _ => 1,
+        };
+        let band = similarity::band(&vectors, self.embedder.dim(), width, &self.compute)?;
+        let starts = self.starts(&unit_texts, &units.tokens, &vectors, &band)?;
+        let seam: Vec<f32> = (0..n).map(|i| if i == 0 { 0.0 } else { band.sim(i, i - 1) }).collect();
+        let starts = sizing::size(&starts, &units.tokens, &seam, self.opts.max_tokens, self.opts.min_tokens);
+        // Exact counts of each chunk's text; a chunk the tokenizer counts over the cap (it is
+        // not additive) is split at its weakest seam again.
+        let mut chunks = Vec::with_capacity(starts.len());
+        let mut stack: Vec<(usize, usize)> = starts
+            .iter()
+            .enumerate()
+            .rev()
+            .map(|(k, &s)| (s, starts.get(k + 1).copied().unwrap_or(n)))
+            .collect();
+        while let Some((a, b)) = stack.pop() {
+            let (start, end) = (units.spans[a].start, units.spans[b - 1].end);
+            let tokens = if b - a == 1 { units.tokens[a] } else { self.sizer.count(&text[start..end]) };
+            if tokens > cap && b - a > 1 {
+                let cut = (a + 1..b).min_by(|&x, &y| seam[x].total_cmp(&seam[y])).unwrap_or(a + 1);
+                stack.push((cut, b));
+                stack.push((a, cut));
+                continue;
+            }
+            chunks.push(ChunkSpan { start, end, tokens, sentences: 0 });
+        }
+        fill_sentence_counts(&mut chunks, &units.sentence_starts);
+        Ok(chunks)
+    }
+}
+
+impl Chunker for SemanticChunker {
+    fn name(&self) -> &'static str {
+        self.rule.name()
+    }
+
+    fn chunk(&self, text: &str) -> Vec<ChunkSpan> {
+        match self.try_chunk(text) {
+            Ok(c) => c,
+            Err(e) => {
+                // A model failure on one document must not lose its text: fall back to
+                // sentence packing, and say so.
+                eprintln!(
+                    "seamcut: warning: {} failed ({e}); sentence packing used for this document",
+                    self.name()
+                );
+                super::sentence::SentenceChunker::new(self.sizer.clone(), self.opts).chunk(text)
+            }
+        }
+    }
+}

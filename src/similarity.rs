@@ -1,0 +1,107 @@
+//! The similarity stage: sentence vectors in, what the rules read out.
+//!
+//! [`band`] computes each sentence's cosine similarity to the `width` sentences before it
+//! with matrix products on the embedder's device (blocks of rows against the rows they
+//! can see), and brings back only the band: `O(n·width)` on the host, never `O(n²)`.
+//! [`window_series_mean`] and [`combined_distances_mean`] derive the minima and breakpoint
+//! inputs from the vectors; the `concat` variants (re-embedding the window text, as
+//! chonkie and LangChain do) live with the chunker, which owns the embedder.
+
+use candle_core::Tensor;
+
+use crate::band::Band;
+use crate::device::Compute;
+use crate::Result;
+
+/// Rows per block: a block's product is `BLOCK × (BLOCK + width)` floats.
+const BLOCK: usize = 1024;
+
+/// The band of `n = vectors.len() / dim` L2-normalised vectors.
+///
+/// # Errors
+/// On a device failure.
+pub fn band(vectors: &[f32], dim: usize, width: usize, compute: &Compute) -> Result<Band> {
+    let n = vectors.len().checked_div(dim).unwrap_or(0);
+    let width = width.max(1);
+    if n < 64 && compute.device.is_cpu() {
+        // Tiny documents: the loop is cheaper than a tensor round trip.
+        return Ok(Band::from_vectors(vectors, dim, width));
+    }
+    let e = Tensor::from_slice(vectors, (n, dim), &compute.device)?;
+    let mut data = vec![0f32; n * width];
+    let mut r0 = 0;
+    while r0 < n {
+        let r1 = (r0 + BLOCK).min(n);
+        let c0 = r0.saturating_sub(width);
+        let rows = e.narrow(0, r0, r1 - r0)?;
+        let cols = e.narrow(0, c0, r1 - c0)?;
+        let s = rows.matmul(&cols.t()?)?.to_dtype(candle_core::DType::F32)?.to_vec2::<f32>()?;
+        for (bi, row) in s.iter().enumerate() {
+            let i = r0 + bi;
+            for k in 0..width.min(i) {
+                data[i * width + k] = row[i - 1 - k - c0];
+            }
+        }
+        r0 = r1;
+    }
+    Ok(Band::from_parts(n, width, data))
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| f64::from(*x) * f64::from(*y)).sum()
+}
+
+fn mean_unit(vectors: &[f32], dim: usize, from: usize, to: usize) -> Vec<f32> {
+    let mut m = vec![0f32; dim];
+    for i in from..to {
+        for (a, b) in m.iter_mut().zip(&vectors[i * dim..(i + 1) * dim]) {
+            *a += b;
+        }
+    }
+    crate::embed::normalize(&mut m);
+    m
+}
+
+/// chonkie's similarity series with the window embedding taken as the mean of the window's
+/// sentence vectors: `cos(mean(e_i..e_{i+w}), e_{i+w})`, `n − w` values.
+#[must_use]
+pub fn window_series_mean(vectors: &[f32], dim: usize, w: usize) -> Vec<f64> {
+    let n = vectors.len().checked_div(dim).unwrap_or(0);
+    if n <= w {
+        return Vec::new();
+    }
+    (0..n - w)
+        .map(|i| dot(&mean_unit(vectors, dim, i, i + w), &vectors[(i + w) * dim..(i + w + 1) * dim]))
+        .collect()
+}
+
+/// LangChain's distances with each buffered sentence embedded as the mean of its
+/// neighbours' vectors: `1 − cos(c_i, c_{i+1})`, `c_i = mean(e_{i−b}..e_{i+b})`.
+#[must_use]
+pub fn combined_distances_mean(vectors: &[f32], dim: usize, buffer: usize) -> Vec<f64> {
+    let n = vectors.len().checked_div(dim).unwrap_or(0);
+    let combined: Vec<Vec<f32>> =
+        (0..n).map(|i| mean_unit(vectors, dim, i.saturating_sub(buffer), (i + buffer + 1).min(n))).collect();
+    (0..n.saturating_sub(1)).map(|i| 1.0 - dot(&combined[i], &combined[i + 1])).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_band_matches_the_cpu_reference() {
+        let (n, dim, width) = (300, 8, 17);
+        let mut v: Vec<f32> = (0..n * dim).map(|i| ((i * 7919) % 101) as f32 / 50.0 - 1.0).collect();
+        for row in v.chunks_mut(dim) {
+            crate::embed::normalize(row);
+        }
+        let fast = band(&v, dim, width, &Compute::cpu()).unwrap();
+        let slow = Band::from_vectors(&v, dim, width);
+        for i in 0..n {
+            for (a, b) in fast.row(i).iter().zip(slow.row(i)) {
+                assert!((a - b).abs() < 1e-5, "row {i}");
+            }
+        }
+    }
+}
