@@ -92,19 +92,91 @@ pub fn filter(data: &[f64], window: usize, order: usize, deriv: usize) -> Vec<f6
 
 /// chonkie's `find_local_minima_interpolated`: indices where the smoothed first derivative
 /// is within `tolerance` of zero and the second derivative is positive, with the raw values.
+///
+/// Both derivatives are computed in one pass with no intermediate arrays (the same sums, in
+/// the same order, as [`filter`]): this is the minima rule's hot loop.
 #[must_use]
 pub fn local_minima(data: &[f64], window: usize, order: usize, tolerance: f64) -> (Vec<usize>, Vec<f64>) {
-    let d1 = filter(data, window, order, 1);
-    let d2 = filter(data, window, order, 2);
-    let mut idx = Vec::new();
-    let mut val = Vec::new();
-    for i in 0..data.len() {
-        if d1[i].abs() < tolerance && d2[i] > 0.0 {
-            idx.push(i);
-            val.push(data[i]);
+    let n = data.len();
+    if n < window || window == 0 {
+        let d1 = filter(data, window.max(1), order, 1);
+        let d2 = filter(data, window.max(1), order, 2);
+        let keep: Vec<usize> = (0..n).filter(|&i| d1[i].abs() < tolerance && d2[i] > 0.0).collect();
+        let vals = keep.iter().map(|&i| data[i]).collect();
+        return (keep, vals);
+    }
+    let h1 = coefficients(window, order, 1);
+    let h2 = coefficients(window, order, 2);
+    let half = window / 2;
+    // Candidates are compacted without branches: about half of all points qualify, in no
+    // predictable pattern, so a branch per point would mispredict every other time.
+    let mut idx = vec![0usize; n];
+    let mut val = vec![0f64; n];
+    let mut len = 0usize;
+    let mirror = |i: isize| -> f64 {
+        let last = n as isize - 1;
+        let j = if i < 0 {
+            -i
+        } else if i > last {
+            2 * last - i
+        } else {
+            i
+        };
+        data[j.clamp(0, last) as usize]
+    };
+    let mut test = |i: usize, d1: f64, d2: f64| {
+        idx[len] = i;
+        val[len] = data[i];
+        len += usize::from((d1.abs() < tolerance) & (d2 > 0.0));
+    };
+    let edge = |i: usize, h: &[f64]| -> f64 {
+        let mut s = 0.0;
+        for (k, c) in h.iter().enumerate() {
+            s += c * mirror(i as isize - half as isize + k as isize);
+        }
+        s
+    };
+    for i in 0..half.min(n) {
+        test(i, edge(i, &h1), edge(i, &h2));
+    }
+    match window {
+        // Fixed sizes unroll fully; 5 is chonkie's default.
+        3 => interior::<3>(data, &h1, &h2, &mut test),
+        5 => interior::<5>(data, &h1, &h2, &mut test),
+        7 => interior::<7>(data, &h1, &h2, &mut test),
+        _ => {
+            for (w, i) in data.windows(window).zip(half..) {
+                let (mut d1, mut d2) = (0.0, 0.0);
+                for k in 0..window {
+                    d1 += h1[k] * w[k];
+                    d2 += h2[k] * w[k];
+                }
+                test(i, d1, d2);
+            }
         }
     }
+    for i in (n - half).max(half)..n {
+        test(i, edge(i, &h1), edge(i, &h2));
+    }
+    idx.truncate(len);
+    val.truncate(len);
     (idx, val)
+}
+
+/// Interior points for a window of `W` taps (same sums, same order, as [`filter`]).
+#[inline]
+fn interior<const W: usize>(data: &[f64], h1: &[f64], h2: &[f64], test: &mut impl FnMut(usize, f64, f64)) {
+    let h1: [f64; W] = h1.try_into().expect("window taps");
+    let h2: [f64; W] = h2.try_into().expect("window taps");
+    for (i, w) in data.windows(W).enumerate() {
+        let w: &[f64; W] = w.try_into().expect("window");
+        let (mut d1, mut d2) = (0.0, 0.0);
+        for k in 0..W {
+            d1 += h1[k] * w[k];
+            d2 += h2[k] * w[k];
+        }
+        test(i + W / 2, d1, d2);
+    }
 }
 
 #[cfg(test)]
@@ -122,6 +194,19 @@ mod tests {
         let c = coefficients(5, 3, 1);
         for (x, want) in c.iter().zip([1.0, -8.0, 0.0, 8.0, -1.0]) {
             assert!((x - want / 12.0).abs() < 1e-12, "{c:?}");
+        }
+    }
+
+    #[test]
+    fn fused_minima_match_the_two_filters() {
+        let data: Vec<f64> = (0..200)
+            .map(|i| ((i as f64) * 0.37).sin() * 0.3 + 0.5 + ((i * 7919) % 13) as f64 * 0.01)
+            .collect();
+        for (w, o) in [(5, 3), (7, 2), (3, 1), (9, 4)] {
+            let d1 = filter(&data, w, o, 1);
+            let d2 = filter(&data, w, o, 2);
+            let want: Vec<usize> = (0..data.len()).filter(|&i| d1[i].abs() < 0.2 && d2[i] > 0.0).collect();
+            assert_eq!(local_minima(&data, w, o, 0.2).0, want, "window {w}, order {o}");
         }
     }
 
