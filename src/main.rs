@@ -256,6 +256,13 @@ struct RuleArgs {
     /// Minima: merge groups within this many groups when similar (chonkie: 0, off).
     #[arg(long, default_value_t = 0, help_heading = "Minima (chonkie SemanticChunker)")]
     skip_window: usize,
+    /// How sentences are found: seamcut's segmenter, or chonkie's delimiter splitter
+    /// (". ", "! ", "? ", newline; for parity with chonkie).
+    #[arg(long, value_enum, default_value_t = SplitterName::Segmenter)]
+    splitter: SplitterName,
+    /// With --splitter delimiters: merge segments shorter than this many bytes (chonkie: 24).
+    #[arg(long, default_value_t = 24)]
+    min_characters_per_sentence: usize,
     /// Minima and breakpoints: embed a window as the mean of its sentence vectors, or by
     /// re-embedding its text (as chonkie and LangChain do; slower).
     #[arg(long, value_enum, default_value_t = Window::Mean)]
@@ -275,6 +282,12 @@ struct RuleArgs {
     /// Breakpoints: skip breakpoints closing a chunk shorter than this many characters.
     #[arg(long, help_heading = "Breakpoints (LangChain SemanticChunker)")]
     min_chunk_chars: Option<usize>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum SplitterName {
+    Segmenter,
+    Delimiters,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -447,9 +460,16 @@ fn run(cli: Cli) -> seamcut::Result<()> {
                         SizerSpec::parse(&a.input.sizer).build()?
                     };
                     let rule = a.rule.rule(a.chunker, a.input.max_tokens).expect("semantic chunker");
-                    Box::new(seamcut::chunkers::semantic::SemanticChunker::new(
-                        model, sizer, compute, rule, opts,
-                    ))
+                    let splitter = match a.rule.splitter {
+                        SplitterName::Segmenter => seamcut::chunkers::semantic::Splitter::Segmenter,
+                        SplitterName::Delimiters => seamcut::chunkers::semantic::Splitter::Delimiters {
+                            min_bytes: a.rule.min_characters_per_sentence,
+                        },
+                    };
+                    Box::new(
+                        seamcut::chunkers::semantic::SemanticChunker::new(model, sizer, compute, rule, opts)
+                            .with_splitter(splitter),
+                    )
                 }
             };
             let mut w = a.input.writer()?;

@@ -302,3 +302,38 @@ fn hub_ids_load_from_the_hf_cache() {
     let (_, rows, cols) = seamcut::npy::read_f32(&home.path().join("v.npy")).unwrap();
     assert_eq!((rows, cols), (2, 32));
 }
+
+#[test]
+fn embedding_chunkers_from_the_command_line() {
+    let text = PROSE.repeat(4);
+    for args in [
+        vec!["chunk", "-", "--chunker", "maxmin", "-q", "--check"],
+        vec!["chunk", "-", "--chunker", "maxmin", "--max-tokens", "0", "--hard-thr", "0.7", "-q"],
+        vec!["chunk", "-", "--chunker", "minima", "--max-tokens", "16", "-q", "--check"],
+        vec![
+            "chunk",
+            "-",
+            "--chunker",
+            "minima",
+            "--splitter",
+            "delimiters",
+            "--window",
+            "concat",
+            "-q",
+            "--check",
+        ],
+        vec!["chunk", "-", "--chunker", "breakpoint", "--breakpoint-type", "interquartile", "-q", "--check"],
+        vec!["chunk", "-", "--chunker", "breakpoint", "--number-of-chunks", "3", "--min-tokens", "4", "-q"],
+    ] {
+        let out = seamcut(&args, Some(text.as_bytes()));
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        let recs = records(&out);
+        let joined: String = recs.iter().map(|r| r["text"].as_str().unwrap()).collect();
+        assert_eq!(joined, text, "{args:?}");
+        if args.contains(&"16") {
+            assert!(recs.iter().all(|r| r["tokens"].as_u64().unwrap() <= 16), "{args:?}");
+        }
+    }
+    let out = seamcut(&["chunk", "-", "--chunker", "maxmin", "--overlap", "3"], Some(b"x"));
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -182,3 +182,19 @@ fn breakpoints_match_langchain() {
     }
     assert!(runs >= 500 && splits > 200, "{runs} runs, {splits} splits");
 }
+
+#[test]
+fn delimiter_splitter_matches_chonkie() {
+    use seamcut::segment::delimiters::{split, CHONKIE_DELIMITERS};
+    let fx = fixture();
+    let mut checked = 0;
+    for case in fx["minima"].as_array().unwrap() {
+        let text = case["text"].as_str().unwrap();
+        let want: Vec<&str> =
+            case["runs"][0]["sentences"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+        let got: Vec<&str> = split(text, &CHONKIE_DELIMITERS, 24).iter().map(|s| s.text(text)).collect();
+        assert_eq!(got, want);
+        checked += want.len();
+    }
+    assert!(checked > 500, "{checked} sentences");
+}

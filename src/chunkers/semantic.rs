@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use super::pack::fill_sentence_counts;
-use super::units::sentence_units;
+use super::units::{sentence_units, spans_to_units};
 use super::{ChunkOptions, Chunker};
 use crate::chunk::ChunkSpan;
 use crate::device::Compute;
@@ -19,7 +19,7 @@ use crate::rules::breakpoint::{breakpoints, BreakpointParams};
 use crate::rules::maxmin::{maxmin, MaxMinParams};
 use crate::rules::minima::{skip_and_merge, split_groups, split_starts, MinimaParams};
 use crate::rules::sizing;
-use crate::segment::Segmenter;
+use crate::segment::{delimiters, Segmenter};
 use crate::similarity;
 use crate::sizer::Sizer;
 use crate::span::trim;
@@ -52,6 +52,16 @@ impl Rule {
     }
 }
 
+/// How a document is split into the sentences the rules see.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Splitter {
+    /// seamcut's segmenter (abbreviations, numbers, CJK, lists).
+    #[default]
+    Segmenter,
+    /// chonkie's delimiter splitter, merging segments under `min_bytes` (chonkie: 24).
+    Delimiters { min_bytes: usize },
+}
+
 /// The longest chunk, in sentences, Max–Min may grow (the band's width).
 pub const MAX_CHUNK_SENTENCES: usize = 256;
 
@@ -62,6 +72,7 @@ pub struct SemanticChunker {
     rule: Rule,
     opts: ChunkOptions,
     segmenter: Segmenter,
+    splitter: Splitter,
     embed_opts: EmbedOptions,
 }
 
@@ -81,8 +92,16 @@ impl SemanticChunker {
             rule,
             opts,
             segmenter: Segmenter::default(),
+            splitter: Splitter::default(),
             embed_opts: EmbedOptions::default(),
         }
+    }
+
+    /// Choose the sentence splitter.
+    #[must_use]
+    pub fn with_splitter(mut self, splitter: Splitter) -> Self {
+        self.splitter = splitter;
+        self
     }
 
     fn embed(&self, texts: &[&str]) -> crate::Result<Vec<f32>> {
@@ -179,7 +198,17 @@ impl SemanticChunker {
             .embedder
             .max_tokens()
             .map_or(usize::MAX, |m| m.saturating_sub(pre.len() + post.len()).max(1));
-        let units = sentence_units(text, &self.segmenter, self.sizer.as_ref(), cap.min(window));
+        let units = match self.splitter {
+            Splitter::Segmenter => {
+                sentence_units(text, &self.segmenter, self.sizer.as_ref(), cap.min(window))
+            }
+            Splitter::Delimiters { min_bytes } => {
+                let cover = delimiters::split(text, &delimiters::CHONKIE_DELIMITERS, min_bytes);
+                let mut u = spans_to_units(text, &cover, self.sizer.as_ref(), cap.min(window));
+                u.sentence_starts = cover.iter().map(|s| trim(text, *s).start).collect();
+                u
+            }
+        };
         let n = units.len();
         let unit_texts: Vec<&str> = units.spans.iter().map(|s| trim(text, *s).text(text)).collect();
         let vectors = self.embed(&unit_texts)?;

@@ -16,6 +16,7 @@
 //! ```
 
 mod abbrev;
+pub mod delimiters;
 mod lines;
 mod sentences;
 
