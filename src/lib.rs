@@ -13,6 +13,7 @@ pub mod device;
 pub mod distill;
 pub mod embed;
 pub mod error;
+pub mod eval;
 pub mod models;
 pub mod npy;
 pub mod output;
