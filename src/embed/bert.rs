@@ -140,7 +140,9 @@ impl BertEmbedder {
             };
             return Err(Error::model(dir.display(), format!("missing model.safetensors{hint}")));
         }
-        check_safetensors(dir, &weights)?;
+        // Read the header before mapping, so a truncated or corrupt file is one clear error
+        // rather than a failure deep inside a layer.
+        super::safetensors_header(&weights)?;
         let tokenizer = load_tokenizer(dir)?;
         let pooling = pooling_of(dir)?;
         let sbert: Option<SbertConfig> = if dir.join("sentence_bert_config.json").is_file() {
@@ -215,41 +217,6 @@ impl BertEmbedder {
 
 fn first_line(e: &dyn std::fmt::Display) -> String {
     e.to_string().lines().next().unwrap_or_default().to_string()
-}
-
-/// Read the safetensors header before mapping, so a truncated or corrupt file is one clear
-/// error rather than a failure deep inside a layer.
-fn check_safetensors(dir: &Path, path: &Path) -> Result<()> {
-    use std::io::Read;
-    let mut f = std::fs::File::open(path)
-        .map_err(|e| Error::model(dir.display(), format!("cannot open model.safetensors: {e}")))?;
-    let len = f.metadata().map_err(|e| Error::model(dir.display(), e))?.len();
-    let mut n = [0u8; 8];
-    f.read_exact(&mut n)
-        .map_err(|_| Error::model(dir.display(), "model.safetensors is truncated (no header)"))?;
-    let hlen = u64::from_le_bytes(n);
-    if hlen == 0 || hlen > 100 << 20 || 8 + hlen > len {
-        return Err(Error::model(dir.display(), "model.safetensors is corrupt (bad header length)"));
-    }
-    let mut header = vec![0u8; hlen as usize];
-    f.read_exact(&mut header).map_err(|_| Error::model(dir.display(), "model.safetensors is truncated"))?;
-    let meta: serde_json::Value = serde_json::from_slice(&header)
-        .map_err(|e| Error::model(dir.display(), format!("model.safetensors header is corrupt: {e}")))?;
-    let data_len = len - 8 - hlen;
-    let max_end = meta
-        .as_object()
-        .into_iter()
-        .flatten()
-        .filter_map(|(_, v)| v.get("data_offsets")?.get(1)?.as_u64())
-        .max()
-        .unwrap_or(0);
-    if max_end > data_len {
-        return Err(Error::model(
-            dir.display(),
-            format!("model.safetensors is truncated: tensors need {max_end} bytes, file has {data_len}"),
-        ));
-    }
-    Ok(())
 }
 
 impl Embedder for BertEmbedder {

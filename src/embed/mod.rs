@@ -263,24 +263,42 @@ pub fn normalize(v: &mut [f32]) {
     }
 }
 
+/// The JSON header of a safetensors file and the length of its data section, read without
+/// loading the tensors; a truncated or corrupt file is one clear error naming `path`.
+///
+/// # Errors
+/// If the file cannot be read, its header is not valid, or its data is shorter than the
+/// header says.
+pub fn safetensors_header(path: &std::path::Path) -> Result<serde_json::Map<String, serde_json::Value>> {
+    use std::io::Read;
+    let name =
+        path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+    let dir = path.parent().map_or_else(|| path.display().to_string(), |d| d.display().to_string());
+    let bad = |m: String| crate::Error::model(&dir, format!("{name} {m}"));
+    let mut f = std::fs::File::open(path).map_err(|e| bad(format!("cannot be opened: {e}")))?;
+    let len = f.metadata().map_err(|e| bad(e.to_string()))?.len();
+    let mut n = [0u8; 8];
+    f.read_exact(&mut n).map_err(|_| bad("is truncated (no header)".into()))?;
+    let hlen = u64::from_le_bytes(n);
+    if hlen == 0 || hlen > 100 << 20 || 8 + hlen > len {
+        return Err(bad("is corrupt (bad header length)".into()));
+    }
+    let mut header = vec![0u8; hlen as usize];
+    f.read_exact(&mut header).map_err(|_| bad("is truncated".into()))?;
+    let meta: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_slice(&header).map_err(|e| bad(format!("is corrupt (header: {e})")))?;
+    let data_len = len - 8 - hlen;
+    let max_end = meta.values().filter_map(|v| v.get("data_offsets")?.get(1)?.as_u64()).max().unwrap_or(0);
+    if max_end > data_len {
+        return Err(bad(format!("is truncated: tensors need {max_end} bytes, file has {data_len}")));
+    }
+    Ok(meta)
+}
+
 /// Names of the tensors in a safetensors file, read from its header only.
 ///
 /// # Errors
-/// If the file cannot be read or its header is not valid.
+/// As [`safetensors_header`].
 pub fn tensor_names(path: &std::path::Path) -> Result<Vec<String>> {
-    use std::io::Read;
-    let bad = |m: String| crate::Error::model(path.display(), m);
-    let mut f = std::fs::File::open(path).map_err(|e| bad(e.to_string()))?;
-    let len = f.metadata().map_err(|e| bad(e.to_string()))?.len();
-    let mut n = [0u8; 8];
-    f.read_exact(&mut n).map_err(|_| bad("truncated safetensors file (no header)".into()))?;
-    let hlen = u64::from_le_bytes(n);
-    if hlen == 0 || hlen > 100 << 20 || 8 + hlen > len {
-        return Err(bad("corrupt safetensors file (bad header length)".into()));
-    }
-    let mut header = vec![0u8; hlen as usize];
-    f.read_exact(&mut header).map_err(|_| bad("truncated safetensors header".into()))?;
-    let meta: serde_json::Map<String, serde_json::Value> =
-        serde_json::from_slice(&header).map_err(|e| bad(format!("corrupt safetensors header: {e}")))?;
-    Ok(meta.keys().filter(|k| *k != "__metadata__").cloned().collect())
+    Ok(safetensors_header(path)?.keys().filter(|k| *k != "__metadata__").cloned().collect())
 }
