@@ -64,9 +64,36 @@ Examples:
 Examples:
   seamcut distill --teacher all-MiniLM-L6-v2 --dims 256 -o models/default")]
     Distill(DistillArgs),
+    /// Score chunks against reference chunks of the same documents.
+    #[command(subcommand)]
+    Eval(EvalCommand),
     /// Measure throughput; prints one JSON object per run (see benches/embed_vs_reference.py).
     #[command(subcommand)]
     Bench(BenchCommand),
+}
+
+#[derive(Subcommand)]
+enum EvalCommand {
+    /// Pk, WindowDiff, boundary precision/recall/F1 and AMI of chunk boundaries against
+    /// reference boundaries, on the sentences of the documents (the units `seamcut segment`
+    /// prints). Both files are chunk JSONL (`doc_id`, `start`; seamcut's own output works).
+    #[command(after_help = "\
+Example:
+  seamcut chunk docs/ --chunker maxmin -o hyp.jsonl
+  seamcut eval segmentation --reference ref.jsonl --hypothesis hyp.jsonl docs/")]
+    Segmentation {
+        #[command(flatten)]
+        input: InputArgs,
+        /// Reference chunks (JSONL with doc_id and start).
+        #[arg(long)]
+        reference: PathBuf,
+        /// Chunks to score (JSONL with doc_id and start).
+        #[arg(long)]
+        hypothesis: PathBuf,
+        /// Boundaries this many sentences apart still match (precision/recall/F1).
+        #[arg(long, default_value_t = 1)]
+        tolerance: usize,
+    },
 }
 
 #[derive(Subcommand)]
@@ -539,6 +566,65 @@ fn run(cli: Cli) -> seamcut::Result<()> {
                     })
                 );
             }
+        }
+        Command::Eval(EvalCommand::Segmentation { input, reference, hypothesis, tolerance }) => {
+            let read_starts =
+                |p: &PathBuf| -> seamcut::Result<std::collections::HashMap<String, Vec<usize>>> {
+                    let text = std::fs::read_to_string(p)
+                        .map_err(|e| seamcut::Error::Io { path: p.clone(), source: e })?;
+                    let mut m: std::collections::HashMap<String, Vec<usize>> =
+                        std::collections::HashMap::new();
+                    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+                        let bad = |msg: String| seamcut::Error::Record {
+                            path: p.display().to_string(),
+                            line: i + 1,
+                            message: msg,
+                        };
+                        let v: serde_json::Value =
+                            serde_json::from_str(line).map_err(|e| bad(format!("invalid JSON: {e}")))?;
+                        let id = v["doc_id"]
+                            .as_str()
+                            .map(str::to_string)
+                            .ok_or_else(|| bad("no doc_id".into()))?;
+                        let start = v["start"].as_u64().ok_or_else(|| bad("no start".into()))? as usize;
+                        m.entry(id).or_default().push(start);
+                    }
+                    Ok(m)
+                };
+            let (r, h) = (read_starts(&reference)?, read_starts(&hypothesis)?);
+            let seg = seamcut::segment::Segmenter::default();
+            let mut sum = seamcut::eval::segmentation::Scores::default();
+            let mut docs = 0usize;
+            for doc in input.documents() {
+                let doc = doc?;
+                let (Some(rs), Some(hs)) = (r.get(&doc.id), h.get(&doc.id)) else { continue };
+                let units: Vec<usize> = seg.sentences(&doc.text).iter().map(|s| s.start).collect();
+                if units.is_empty() {
+                    continue;
+                }
+                use seamcut::eval::segmentation::{score, unit_starts_of};
+                let s =
+                    score(&unit_starts_of(rs, &units), &unit_starts_of(hs, &units), units.len(), tolerance);
+                println!("{}", serde_json::json!({"doc_id": doc.id, "sentences": units.len(), "scores": s}));
+                sum.pk += s.pk;
+                sum.window_diff += s.window_diff;
+                sum.precision += s.precision;
+                sum.recall += s.recall;
+                sum.f1 += s.f1;
+                sum.ami += s.ami;
+                docs += 1;
+            }
+            if docs == 0 {
+                return Err(seamcut::Error::Config(
+                    "no document appears in both the reference and the hypothesis".into(),
+                ));
+            }
+            let d = docs as f64;
+            println!(
+                "{}",
+                serde_json::json!({"documents": docs, "mean": {"pk": sum.pk / d, "window_diff": sum.window_diff / d,
+                    "precision": sum.precision / d, "recall": sum.recall / d, "f1": sum.f1 / d, "ami": sum.ami / d}})
+            );
         }
         Command::Bench(BenchCommand::Minima { series, runs }) => {
             let (data, rows, cols) = seamcut::npy::read_f32(&series)?;

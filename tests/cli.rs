@@ -337,3 +337,42 @@ fn embedding_chunkers_from_the_command_line() {
     let out = seamcut(&["chunk", "-", "--chunker", "maxmin", "--overlap", "3"], Some(b"x"));
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn eval_segmentation_scores_chunks_against_a_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = dir.path().join("d.txt");
+    std::fs::write(&doc, PROSE.repeat(3)).unwrap();
+    let d = doc.to_str().unwrap();
+    let run = |args: &[&str], out: &Path| {
+        let o = seamcut(&[args, &["-o", out.to_str().unwrap(), "-q"]].concat(), None);
+        assert!(o.status.success(), "{}", stderr(&o));
+    };
+    let (a, b) = (dir.path().join("a.jsonl"), dir.path().join("b.jsonl"));
+    run(&["chunk", d, "--chunker", "paragraph"], &a);
+    run(&["chunk", d, "--chunker", "sentence", "--max-tokens", "12"], &b);
+    let score = |r: &Path, h: &Path| -> serde_json::Value {
+        let o = seamcut(
+            &[
+                "eval",
+                "segmentation",
+                "--reference",
+                r.to_str().unwrap(),
+                "--hypothesis",
+                h.to_str().unwrap(),
+                d,
+            ],
+            None,
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+        records(&o).last().unwrap()["mean"].clone()
+    };
+    let same = score(&a, &a);
+    assert_eq!(same["pk"], 0.0);
+    assert_eq!(same["f1"], 1.0);
+    assert!((same["ami"].as_f64().unwrap() - 1.0).abs() < 1e-9);
+    let diff = score(&a, &b);
+    assert!(diff["pk"].as_f64().unwrap() > 0.0);
+    assert!(diff["precision"].as_f64().unwrap() < 1.0);
+    assert_eq!(diff["recall"], 1.0, "every paragraph break is also a sentence-chunk break");
+}

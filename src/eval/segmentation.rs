@@ -223,3 +223,41 @@ mod tests {
         assert!((ami(&labels(&[0, 4, 7], 10), &labels(&[0, 4, 7], 10)) - 1.0).abs() < 1e-12);
     }
 }
+
+/// Scores of one hypothesis against one reference, over `n` units.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct Scores {
+    pub pk: f64,
+    pub window_diff: f64,
+    pub precision: f64,
+    pub recall: f64,
+    pub f1: f64,
+    pub ami: f64,
+}
+
+/// Every metric at once; `k` defaults to nltk's choice from the reference.
+#[must_use]
+pub fn score(reference: &[usize], hypothesis: &[usize], n: usize, tolerance: usize) -> Scores {
+    let (rm, hm) = (boundary_mask(reference, n), boundary_mask(hypothesis, n));
+    let k = default_k(&rm);
+    let (precision, recall, f1) = boundary_prf(reference, hypothesis, tolerance);
+    Scores {
+        pk: pk(&rm, &hm, Some(k)),
+        window_diff: window_diff(&rm, &hm, k),
+        precision,
+        recall,
+        f1,
+        ami: ami(&labels(reference, n), &labels(hypothesis, n)),
+    }
+}
+
+/// Map chunk start offsets (bytes) to the units they fall in: `unit_starts` ascending.
+#[must_use]
+pub fn unit_starts_of(chunk_starts: &[usize], unit_starts: &[usize]) -> Vec<usize> {
+    let mut out: Vec<usize> =
+        chunk_starts.iter().map(|&b| unit_starts.partition_point(|&u| u <= b).saturating_sub(1)).collect();
+    out.push(0);
+    out.sort_unstable();
+    out.dedup();
+    out
+}
