@@ -1,9 +1,10 @@
 //! Jobs over a corpus: read documents, process them in parallel, write results in order.
 //!
 //! Documents are read in batches bounded by a byte budget ([`JobOptions::batch_bytes`]),
-//! each batch is processed with rayon (one document per task; large documents also count
-//! their sentences in parallel inside the sizer), and results are written in input order
-//! before the next batch is read. Peak memory is therefore about two batches plus the
+//! each batch goes to [`Chunker::chunk_batch`] (baselines: one document per rayon task;
+//! embedding chunkers: the sentences of the whole batch embedded together, then each
+//! document's rule in parallel), and results are written in input order before the next
+//! batch is read. Peak memory is therefore about two batches plus the
 //! largest document, whatever the corpus size.
 
 use std::time::Instant;
@@ -105,8 +106,8 @@ pub fn chunk_corpus(
 ) -> Result<JobStats> {
     let t0 = Instant::now();
     for_each_batch(&mut docs, opts, |batch| {
-        let results: Vec<Vec<ChunkSpan>> =
-            batch.par_iter().with_max_len(1).map(|d| chunker.chunk(&d.text)).collect();
+        let texts: Vec<&str> = batch.iter().map(|d| d.text.as_str()).collect();
+        let results: Vec<Vec<ChunkSpan>> = chunker.chunk_batch(&texts);
         for (doc, chunks) in batch.iter().zip(&results) {
             if opts.check {
                 check_chunks(doc, chunks, chunker, cap)?;

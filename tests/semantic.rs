@@ -108,3 +108,13 @@ fn every_rule_covers_prose() {
         assert!(!chunks.is_empty(), "{rule:?}");
     }
 }
+
+#[test]
+fn batching_documents_together_changes_nothing() {
+    let docs = [PROSE, "", "One short document. With two sentences.", &PROSE.repeat(2), "   "];
+    for rule in rules() {
+        let c = chunker(rule, ChunkOptions::new(64).with_min_tokens(4));
+        let one_by_one: Vec<_> = docs.iter().map(|d| c.chunk(d)).collect();
+        assert_eq!(c.chunk_batch(&docs), one_by_one, "{rule:?}");
+    }
+}

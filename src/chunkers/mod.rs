@@ -140,6 +140,13 @@ pub trait Chunker: Send + Sync {
     /// Chunk one document. Never panics; an empty or whitespace-only text gives no chunks.
     fn chunk(&self, text: &str) -> Vec<ChunkSpan>;
 
+    /// Chunk many documents; results in input order. The default runs [`Self::chunk`] on
+    /// each in parallel; embedding chunkers override it to embed all sentences together.
+    fn chunk_batch(&self, texts: &[&str]) -> Vec<Vec<ChunkSpan>> {
+        use rayon::prelude::*;
+        texts.par_iter().with_max_len(1).map(|t| self.chunk(t)).collect()
+    }
+
     /// Whether consecutive chunks may overlap (only with fixed windows and `overlap > 0`).
     fn overlapping(&self) -> bool {
         false

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use super::pack::fill_sentence_counts;
-use super::units::{sentence_units, spans_to_units};
+use super::units::{sentence_units, spans_to_units, Units};
 use super::{ChunkOptions, Chunker};
 use crate::chunk::ChunkSpan;
 use crate::device::Compute;
@@ -187,18 +187,15 @@ impl SemanticChunker {
         })
     }
 
-    fn try_chunk(&self, text: &str) -> crate::Result<Vec<ChunkSpan>> {
-        if text.trim().is_empty() {
-            return Ok(Vec::new());
-        }
+    /// Sentence units of a document, each within the cap and the model's window.
+    fn units(&self, text: &str) -> Units {
         let cap = self.opts.cap();
-        // Every unit must fit the model's window as well as the cap.
         let (pre, post) = self.embedder.special_ids();
         let window = self
             .embedder
             .max_tokens()
             .map_or(usize::MAX, |m| m.saturating_sub(pre.len() + post.len()).max(1));
-        let units = match self.splitter {
+        match self.splitter {
             Splitter::Segmenter => {
                 sentence_units(text, &self.segmenter, self.sizer.as_ref(), cap.min(window))
             }
@@ -208,16 +205,30 @@ impl SemanticChunker {
                 u.sentence_starts = cover.iter().map(|s| trim(text, *s).start).collect();
                 u
             }
-        };
-        let n = units.len();
+        }
+    }
+
+    fn try_chunk(&self, text: &str) -> crate::Result<Vec<ChunkSpan>> {
+        if text.trim().is_empty() {
+            return Ok(Vec::new());
+        }
+        let units = self.units(text);
         let unit_texts: Vec<&str> = units.spans.iter().map(|s| trim(text, *s).text(text)).collect();
         let vectors = self.embed(&unit_texts)?;
+        self.finish(text, &units, &vectors)
+    }
+
+    /// Everything after embedding: band, rule, sizing, exact counts.
+    fn finish(&self, text: &str, units: &Units, vectors: &[f32]) -> crate::Result<Vec<ChunkSpan>> {
+        let cap = self.opts.cap();
+        let n = units.len();
+        let unit_texts: Vec<&str> = units.spans.iter().map(|s| trim(text, *s).text(text)).collect();
         let width = match self.rule {
             Rule::MaxMin(_) => MAX_CHUNK_SENTENCES.min(n.max(1)),
             _ => 1,
         };
-        let band = similarity::band(&vectors, self.embedder.dim(), width, &self.compute)?;
-        let starts = self.starts(&unit_texts, &units.tokens, &vectors, &band)?;
+        let band = similarity::band(vectors, self.embedder.dim(), width, &self.compute)?;
+        let starts = self.starts(&unit_texts, &units.tokens, vectors, &band)?;
         let seam: Vec<f32> = (0..n).map(|i| if i == 0 { 0.0 } else { band.sim(i, i - 1) }).collect();
         let starts = sizing::size(&starts, &units.tokens, &seam, self.opts.max_tokens, self.opts.min_tokens);
         // Exact counts of each chunk's text; a chunk the tokenizer counts over the cap (it is
@@ -243,11 +254,47 @@ impl SemanticChunker {
         fill_sentence_counts(&mut chunks, &units.sentence_starts);
         Ok(chunks)
     }
+
+    /// Chunk many documents with one embedding pass: the sentences of all of them are
+    /// batched together by token budget (so a GPU sees full batches even for short
+    /// documents), then each document's band, rule and sizing run in parallel.
+    fn try_chunk_batch(&self, texts: &[&str]) -> crate::Result<Vec<Vec<ChunkSpan>>> {
+        use rayon::prelude::*;
+        let units: Vec<Option<Units>> =
+            texts.par_iter().map(|t| (!t.trim().is_empty()).then(|| self.units(t))).collect();
+        let mut all: Vec<&str> = Vec::new();
+        let mut offsets = Vec::with_capacity(texts.len());
+        for (t, u) in texts.iter().zip(&units) {
+            offsets.push(all.len());
+            if let Some(u) = u {
+                all.extend(u.spans.iter().map(|s| trim(t, *s).text(t)));
+            }
+        }
+        let vectors = self.embed(&all)?;
+        let dim = self.embedder.dim();
+        texts
+            .par_iter()
+            .zip(&units)
+            .zip(&offsets)
+            .map(|((t, u), &off)| match u {
+                None => Ok(Vec::new()),
+                Some(u) => self.finish(t, u, &vectors[off * dim..(off + u.len()) * dim]),
+            })
+            .collect()
+    }
 }
 
 impl Chunker for SemanticChunker {
     fn name(&self) -> &'static str {
         self.rule.name()
+    }
+
+    fn chunk_batch(&self, texts: &[&str]) -> Vec<Vec<ChunkSpan>> {
+        match self.try_chunk_batch(texts) {
+            Ok(c) => c,
+            // Fall back document by document, so one bad document does not cost the batch.
+            Err(_) => texts.iter().map(|t| self.chunk(t)).collect(),
+        }
     }
 
     fn chunk(&self, text: &str) -> Vec<ChunkSpan> {
