@@ -74,6 +74,17 @@ Examples:
 
 #[derive(Subcommand)]
 enum EvalCommand {
+    /// DCG@k and Recall@k (k = 1, 2, 5, 10, 20) of a document's chunks on questions, by the
+    /// GutenQA protocol: chunks and questions embedded with --model, chunks ranked by cosine,
+    /// a hit is the first chunk containing the question's `must_contain` text.
+    #[command(after_help = "\
+Questions: JSONL {\"question\", \"must_contain\"}. Chunks: any JSONL with a \"text\" field (other tools'
+chunks too), or --chunker NAME (repeatable) with --document to chunk and score in one go.
+
+Examples:
+  seamcut eval retrieval --questions q.jsonl --model all-MiniLM-L6-v2 --chunks chunks.jsonl
+  seamcut eval retrieval --questions q.jsonl --document book.txt --chunker recursive --chunker maxmin")]
+    Retrieval(Box<RetrievalArgs>),
     /// Pk, WindowDiff, boundary precision/recall/F1 and AMI of chunk boundaries against
     /// reference boundaries, on the sentences of the documents (the units `seamcut segment`
     /// prints). Both files are chunk JSONL (`doc_id`, `start`; seamcut's own output works).
@@ -94,6 +105,42 @@ Example:
         #[arg(long, default_value_t = 1)]
         tolerance: usize,
     },
+}
+
+#[derive(Args)]
+struct RetrievalArgs {
+    /// Questions, JSONL with "question" and "must_contain".
+    #[arg(long)]
+    questions: PathBuf,
+    /// The retriever: embeds chunks (cut at its window, as sentence-transformers does) and questions.
+    #[arg(long, default_value = "default")]
+    model: String,
+    /// Chunks to score (JSONL with a "text" field).
+    #[arg(long, conflicts_with = "chunker")]
+    chunks: Option<PathBuf>,
+    /// Chunk --document with these chunkers and score each.
+    #[arg(long, value_enum, requires = "document")]
+    chunker: Vec<ChunkerName>,
+    /// The document to chunk.
+    #[arg(long)]
+    document: Option<PathBuf>,
+    /// Token cap for --chunker.
+    #[arg(long, default_value_t = 512)]
+    max_tokens: usize,
+    /// Minimum chunk size for --chunker.
+    #[arg(long, default_value_t = 0)]
+    min_tokens: usize,
+    /// Token counter for --chunker and for mean chunk sizes.
+    #[arg(long, default_value = "default")]
+    sizer: String,
+    /// The embedding chunkers' model.
+    #[arg(long, default_value = "default")]
+    chunker_model: String,
+    #[command(flatten)]
+    rule: RuleArgs,
+    /// One JSON object per chunker instead of a table.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Subcommand)]
@@ -461,44 +508,48 @@ impl InputArgs {
     }
 }
 
+/// Build a chunker by name: baselines from the sizer, embedding chunkers from the model.
+fn build_chunker(
+    name: ChunkerName,
+    sizer: &str,
+    opts: ChunkOptions,
+    model: &ModelArgs,
+    rule: &RuleArgs,
+) -> seamcut::Result<Box<dyn seamcut::chunkers::Chunker>> {
+    if let Some(kind) = name.baseline() {
+        return build(kind, SizerSpec::parse(sizer).build()?, opts);
+    }
+    if opts.overlap > 0 {
+        return Err(seamcut::Error::Config("--overlap is only supported by the fixed chunker".into()));
+    }
+    let compute = model.compute()?;
+    let embedder: std::sync::Arc<dyn seamcut::embed::Embedder> =
+        seamcut::models::load(&model.model, &compute)?.into();
+    // Count tokens as the model does, unless another sizer is asked for.
+    let sizer: std::sync::Arc<dyn seamcut::sizer::Sizer> = if sizer == "default" {
+        std::sync::Arc::new(seamcut::sizer::HfSizer::new(embedder.tokenizer().hf().clone(), "model"))
+    } else {
+        SizerSpec::parse(sizer).build()?
+    };
+    let r = rule.rule(name, opts.max_tokens).expect("an embedding chunker has a rule");
+    let splitter = match rule.splitter {
+        SplitterName::Segmenter => seamcut::chunkers::semantic::Splitter::Segmenter,
+        SplitterName::Delimiters => {
+            seamcut::chunkers::semantic::Splitter::Delimiters { min_bytes: rule.min_characters_per_sentence }
+        }
+    };
+    Ok(Box::new(
+        seamcut::chunkers::semantic::SemanticChunker::new(embedder, sizer, compute, r, opts)
+            .with_splitter(splitter),
+    ))
+}
+
 fn run(cli: Cli) -> seamcut::Result<()> {
     match cli.command {
         Command::Chunk(a) => {
             let opts =
                 ChunkOptions::new(a.input.max_tokens).with_min_tokens(a.min_tokens).with_overlap(a.overlap);
-            let chunker: Box<dyn seamcut::chunkers::Chunker> = match a.chunker.baseline() {
-                Some(kind) => build(kind, SizerSpec::parse(&a.input.sizer).build()?, opts)?,
-                None => {
-                    if a.overlap > 0 {
-                        return Err(seamcut::Error::Config(
-                            "--overlap is only supported by the fixed chunker".into(),
-                        ));
-                    }
-                    let compute = a.model.compute()?;
-                    let model: std::sync::Arc<dyn seamcut::embed::Embedder> =
-                        seamcut::models::load(&a.model.model, &compute)?.into();
-                    // Count tokens as the model does, unless another sizer is asked for.
-                    let sizer: std::sync::Arc<dyn seamcut::sizer::Sizer> = if a.input.sizer == "default" {
-                        std::sync::Arc::new(seamcut::sizer::HfSizer::new(
-                            model.tokenizer().hf().clone(),
-                            "model",
-                        ))
-                    } else {
-                        SizerSpec::parse(&a.input.sizer).build()?
-                    };
-                    let rule = a.rule.rule(a.chunker, a.input.max_tokens).expect("semantic chunker");
-                    let splitter = match a.rule.splitter {
-                        SplitterName::Segmenter => seamcut::chunkers::semantic::Splitter::Segmenter,
-                        SplitterName::Delimiters => seamcut::chunkers::semantic::Splitter::Delimiters {
-                            min_bytes: a.rule.min_characters_per_sentence,
-                        },
-                    };
-                    Box::new(
-                        seamcut::chunkers::semantic::SemanticChunker::new(model, sizer, compute, rule, opts)
-                            .with_splitter(splitter),
-                    )
-                }
-            };
+            let chunker = build_chunker(a.chunker, &a.input.sizer, opts, &a.model, &a.rule)?;
             let mut w = a.input.writer()?;
             let stats =
                 chunk_corpus(a.input.documents(), chunker.as_ref(), a.input.cap(), &mut w, a.input.job())?;
@@ -567,6 +618,7 @@ fn run(cli: Cli) -> seamcut::Result<()> {
                 );
             }
         }
+        Command::Eval(EvalCommand::Retrieval(a)) => eval_retrieval(&a)?,
         Command::Eval(EvalCommand::Segmentation { input, reference, hypothesis, tolerance }) => {
             let read_starts =
                 |p: &PathBuf| -> seamcut::Result<std::collections::HashMap<String, Vec<usize>>> {
@@ -678,4 +730,99 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+fn read_jsonl(path: &PathBuf) -> seamcut::Result<Vec<serde_json::Value>> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| seamcut::Error::Io { path: path.clone(), source: e })?;
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            serde_json::from_str(l).map_err(|e| seamcut::Error::Record {
+                path: path.display().to_string(),
+                line: i + 1,
+                message: format!("invalid JSON: {e}"),
+            })
+        })
+        .collect()
+}
+
+fn eval_retrieval(a: &RetrievalArgs) -> seamcut::Result<()> {
+    use seamcut::eval::retrieval::{hit_rank, normalize, rank, scores, KS};
+    let field = |v: &serde_json::Value, k: &str, p: &PathBuf, i: usize| -> seamcut::Result<String> {
+        v[k].as_str().map(str::to_string).ok_or_else(|| seamcut::Error::Record {
+            path: p.display().to_string(),
+            line: i + 1,
+            message: format!("no string field {k:?}"),
+        })
+    };
+    let qs = read_jsonl(&a.questions)?;
+    let mut questions = Vec::new();
+    let mut needles = Vec::new();
+    for (i, q) in qs.iter().enumerate() {
+        questions.push(field(q, "question", &a.questions, i)?);
+        needles.push(normalize(&field(q, "must_contain", &a.questions, i)?));
+    }
+    let compute =
+        seamcut::device::Compute::new(seamcut::device::DeviceSpec::Auto, seamcut::device::Precision::F32)?;
+    let retriever = seamcut::models::load(&a.model, &compute)?;
+    let sizer = SizerSpec::parse(&a.sizer).build()?;
+    // (name, chunk texts)
+    let mut sets: Vec<(String, Vec<String>)> = Vec::new();
+    if let Some(p) = &a.chunks {
+        let recs = read_jsonl(p)?;
+        let texts =
+            recs.iter().enumerate().map(|(i, r)| field(r, "text", p, i)).collect::<seamcut::Result<_>>()?;
+        sets.push((p.display().to_string(), texts));
+    }
+    if let Some(doc) = &a.document {
+        let text =
+            std::fs::read_to_string(doc).map_err(|e| seamcut::Error::Io { path: doc.clone(), source: e })?;
+        let model = ModelArgs { model: a.chunker_model.clone(), device: "auto".into(), dtype: "f32".into() };
+        for &name in &a.chunker {
+            let opts = ChunkOptions::new(a.max_tokens).with_min_tokens(a.min_tokens);
+            let c = build_chunker(name, &a.sizer, opts, &model, &a.rule)?;
+            let texts = c.chunk(&text).iter().map(|s| text[s.start..s.end].to_string()).collect();
+            sets.push((c.name().to_string(), texts));
+        }
+    }
+    if sets.is_empty() {
+        return Err(seamcut::Error::Config("give --chunks, or --document with --chunker".into()));
+    }
+    let q_refs: Vec<&str> = questions.iter().map(String::as_str).collect();
+    let (qv, _) = seamcut::embed::embed_texts(retriever.as_ref(), &q_refs, Default::default())?;
+    if !a.json {
+        let head: Vec<String> =
+            KS.iter().map(|k| format!("DCG@{k}")).chain(KS.iter().map(|k| format!("R@{k}"))).collect();
+        println!("| chunks from | chunks | mean tokens | {} |", head.join(" | "));
+        println!("|---|---|---|{}", "---|".repeat(head.len()));
+    }
+    for (name, texts) in &sets {
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let (cv, _) = seamcut::embed::embed_texts(retriever.as_ref(), &refs, Default::default())?;
+        let norm: Vec<String> = texts.iter().map(|t| normalize(t)).collect();
+        let ranks: Vec<Option<usize>> = (0..questions.len())
+            .map(|q| hit_rank(&rank(&cv.data, cv.dim, qv.row(q)), &norm, &needles[q]))
+            .collect();
+        let sc = scores(&ranks);
+        let mean_tokens =
+            texts.iter().map(|t| sizer.count(t)).sum::<usize>() as f64 / texts.len().max(1) as f64;
+        if a.json {
+            let mut o = serde_json::json!({"chunker": name, "chunks": texts.len(), "mean_tokens": mean_tokens, "questions": questions.len()});
+            for (k, d, r) in &sc {
+                o[format!("DCG@{k}")] = serde_json::json!(d);
+                o[format!("R@{k}")] = serde_json::json!(r);
+            }
+            println!("{o}");
+        } else {
+            let cells: Vec<String> = sc
+                .iter()
+                .map(|x| format!("{:.2}", x.1))
+                .chain(sc.iter().map(|x| format!("{:.2}", x.2)))
+                .collect();
+            println!("| {name} | {} | {mean_tokens:.1} | {} |", texts.len(), cells.join(" | "));
+        }
+    }
+    Ok(())
 }

@@ -376,3 +376,55 @@ fn eval_segmentation_scores_chunks_against_a_reference() {
     assert!(diff["precision"].as_f64().unwrap() < 1.0);
     assert_eq!(diff["recall"], 1.0, "every paragraph break is also a sentence-chunk break");
 }
+
+#[test]
+fn eval_retrieval_scores_chunkers_and_chunk_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = dir.path().join("d.txt");
+    std::fs::write(&doc, PROSE).unwrap();
+    let q = dir.path().join("q.jsonl");
+    std::fs::write(
+        &q,
+        "{\"question\": \"Who looked up?\", \"must_contain\": \"Watson  LOOKED up\"}\n\
+         {\"question\": \"What did the clock do?\", \"must_contain\": \"the clock struck\"}\n\
+         {\"question\": \"Unanswerable?\", \"must_contain\": \"no such words here\"}\n",
+    )
+    .unwrap();
+    let (d, qp) = (doc.to_str().unwrap(), q.to_str().unwrap());
+    let out = seamcut(
+        &[
+            "eval",
+            "retrieval",
+            "--questions",
+            qp,
+            "--document",
+            d,
+            "--chunker",
+            "sentence",
+            "--chunker",
+            "maxmin",
+            "--json",
+        ],
+        None,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let recs = records(&out);
+    assert_eq!(recs.len(), 2);
+    for r in &recs {
+        // One question can never be answered: recall tops out at 2/3.
+        let r20 = r["R@20"].as_f64().unwrap();
+        assert!((r20 - 200.0 / 3.0).abs() < 1e-9, "{r}");
+        assert!(r["DCG@1"].as_f64().unwrap() <= r["DCG@20"].as_f64().unwrap());
+        assert!(r["chunks"].as_u64().unwrap() >= 1 && r["mean_tokens"].as_f64().unwrap() > 0.0);
+    }
+    // A single chunk holding the whole document answers both answerable questions at rank 1.
+    let chunks = dir.path().join("c.jsonl");
+    std::fs::write(&chunks, serde_json::json!({"text": PROSE}).to_string() + "\n").unwrap();
+    let out = seamcut(
+        &["eval", "retrieval", "--questions", qp, "--chunks", chunks.to_str().unwrap(), "--json"],
+        None,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let r = &records(&out)[0];
+    assert!((r["DCG@1"].as_f64().unwrap() - 200.0 / 3.0).abs() < 1e-9, "{r}");
+}
