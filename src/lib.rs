@@ -18,6 +18,7 @@ pub mod models;
 pub mod npy;
 pub mod output;
 pub mod pipeline;
+pub mod plot;
 pub mod rules;
 pub mod segment;
 pub mod similarity;

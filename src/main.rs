@@ -64,6 +64,11 @@ Examples:
 Examples:
   seamcut distill --teacher all-MiniLM-L6-v2 --dims 256 -o models/default")]
     Distill(DistillArgs),
+    /// Draw one document's similarity curve with each chunker's cuts, as SVG.
+    #[command(after_help = "\
+Example:
+  seamcut plot book.txt --chunker maxmin --chunker minima --chunker recursive -o cuts.svg")]
+    Plot(Box<PlotArgs>),
     /// Score chunks against reference chunks of the same documents.
     #[command(subcommand)]
     Eval(EvalCommand),
@@ -105,6 +110,26 @@ Example:
         #[arg(long, default_value_t = 1)]
         tolerance: usize,
     },
+}
+
+#[derive(Args)]
+struct PlotArgs {
+    /// The document.
+    document: PathBuf,
+    /// Chunkers whose cuts to mark (repeatable).
+    #[arg(long, value_enum, required = true)]
+    chunker: Vec<ChunkerName>,
+    /// The SVG file to write.
+    #[arg(short, long)]
+    output: PathBuf,
+    #[arg(long, default_value_t = 512)]
+    max_tokens: usize,
+    #[arg(long, default_value = "default")]
+    sizer: String,
+    #[command(flatten)]
+    model: ModelArgs,
+    #[command(flatten)]
+    rule: RuleArgs,
 }
 
 #[derive(Args)]
@@ -619,6 +644,7 @@ fn run(cli: Cli) -> seamcut::Result<()> {
             }
         }
         Command::Eval(EvalCommand::Retrieval(a)) => eval_retrieval(&a)?,
+        Command::Plot(a) => plot(&a)?,
         Command::Eval(EvalCommand::Segmentation { input, reference, hypothesis, tolerance }) => {
             let read_starts =
                 |p: &PathBuf| -> seamcut::Result<std::collections::HashMap<String, Vec<usize>>> {
@@ -823,6 +849,39 @@ fn eval_retrieval(a: &RetrievalArgs) -> seamcut::Result<()> {
                 .collect();
             println!("| {name} | {} | {mean_tokens:.1} | {} |", texts.len(), cells.join(" | "));
         }
+    }
+    Ok(())
+}
+
+fn plot(a: &PlotArgs) -> seamcut::Result<()> {
+    let text = std::fs::read_to_string(&a.document)
+        .map_err(|e| seamcut::Error::Io { path: a.document.clone(), source: e })?;
+    let seg = seamcut::segment::Segmenter::default();
+    let sentences = seg.sentences(&text);
+    let starts: Vec<usize> = sentences.iter().map(|s| s.start).collect();
+    let compute = a.model.compute()?;
+    let model = a.model.load()?;
+    let texts: Vec<&str> = sentences.iter().map(|s| s.text(&text)).collect();
+    let (emb, _) = seamcut::embed::embed_texts(model.as_ref(), &texts, Default::default())?;
+    let band = seamcut::similarity::band(&emb.data, emb.dim, 1, &compute)?;
+    let sims: Vec<f64> =
+        (0..texts.len()).map(|i| if i == 0 { 0.0 } else { f64::from(band.sim(i, i - 1)) }).collect();
+    let mut cuts = Vec::new();
+    for &name in &a.chunker {
+        let c = build_chunker(name, &a.sizer, ChunkOptions::new(a.max_tokens), &a.model, &a.rule)?;
+        let chunk_starts: Vec<usize> = c.chunk(&text).iter().map(|s| s.start).collect();
+        let units = seamcut::eval::segmentation::unit_starts_of(&chunk_starts, &starts);
+        cuts.push(seamcut::plot::Cuts { name: c.name().to_string(), starts: units });
+    }
+    let threshold =
+        a.chunker.iter().any(|c| matches!(c, ChunkerName::Maxmin)).then(|| {
+            (a.rule.hard_thr / a.rule.init_const, "Max–Min first-pair threshold hard_thr/init_const")
+        });
+    let title = format!("{} — {} sentences, {}", a.document.display(), texts.len(), model.describe());
+    let svg = seamcut::plot::svg(&title, &sims, &cuts, threshold);
+    std::fs::write(&a.output, svg).map_err(|e| seamcut::Error::Io { path: a.output.clone(), source: e })?;
+    for c in &cuts {
+        eprintln!("seamcut: {}: {} cuts", c.name, c.starts.len().saturating_sub(1));
     }
     Ok(())
 }

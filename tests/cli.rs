@@ -428,3 +428,40 @@ fn eval_retrieval_scores_chunkers_and_chunk_files() {
     let r = &records(&out)[0];
     assert!((r["DCG@1"].as_f64().unwrap() - 200.0 / 3.0).abs() < 1e-9, "{r}");
 }
+
+#[test]
+fn plot_renders_a_real_document_with_one_marker_per_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = dir.path().join("d.txt");
+    std::fs::write(&doc, PROSE.repeat(3)).unwrap();
+    let svg = dir.path().join("cuts.svg");
+    let d = doc.to_str().unwrap();
+    let out = seamcut(
+        &[
+            "plot",
+            d,
+            "--chunker",
+            "maxmin",
+            "--chunker",
+            "recursive",
+            "--max-tokens",
+            "40",
+            "-o",
+            svg.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&svg).unwrap();
+    let xml = roxmltree::Document::parse(&text).expect("the plot is well-formed SVG");
+    assert_eq!(xml.root_element().tag_name().name(), "svg");
+    assert_eq!(xml.descendants().filter(|n| n.attribute("class") == Some("similarity")).count(), 1);
+    assert_eq!(xml.descendants().filter(|n| n.attribute("class") == Some("threshold")).count(), 1);
+    for name in ["maxmin", "recursive"] {
+        let chunks = records(&seamcut(&["chunk", d, "--chunker", name, "--max-tokens", "40", "-q"], None));
+        let markers =
+            xml.descendants().filter(|n| n.attribute("class") == Some(&format!("cut cut-{name}"))).count();
+        assert_eq!(markers, chunks.len() - 1, "{name}: one marker per cut");
+        assert!(markers > 0, "{name}");
+    }
+}

@@ -1,0 +1,123 @@
+//! `seamcut plot`: one document's similarity curve (cosine between neighbouring sentences)
+//! with each chunker's cuts marked and a threshold drawn, as SVG.
+//!
+//! Hand-written SVG rather than plotters: plotters lays out text through system fonts
+//! (font-kit), which a headless machine may not have; this is a polyline, some markers and
+//! a legend. Every cut is one `<path class="cut cut-NAME">`, so a test (or a script) can
+//! count them.
+
+use std::fmt::Write;
+
+/// One chunker's cuts: chunk starts (sentence indices), as rules return them.
+#[derive(Debug, Clone)]
+pub struct Cuts {
+    pub name: String,
+    pub starts: Vec<usize>,
+}
+
+const COLORS: [&str; 6] = ["#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"];
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// Render the plot. `sims[i]` is the similarity between sentence `i − 1` and `i`
+/// (`sims[0]` is not drawn); `threshold` is drawn as a dashed line with its label.
+#[must_use]
+pub fn svg(title: &str, sims: &[f64], cuts: &[Cuts], threshold: Option<(f64, &str)>) -> String {
+    let n = sims.len().max(2);
+    let (w, h) = (1200.0_f64, 520.0_f64);
+    let (left, right, top) = (96.0, 20.0, 40.0);
+    let lanes = cuts.len() as f64 * 16.0;
+    let bottom = 60.0 + lanes;
+    let (pw, ph) = (w - left - right, h - top - bottom);
+    let (lo, hi) =
+        sims.iter().skip(1).fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| (a.min(v), b.max(v)));
+    let (lo, hi) = if lo.is_finite() {
+        (lo.min(0.0).min(threshold.map_or(lo, |t| t.0)), hi.max(1.0))
+    } else {
+        (0.0, 1.0)
+    };
+    let x = |i: f64| left + pw * i / (n - 1) as f64;
+    let y = |v: f64| top + ph * (1.0 - (v - lo) / (hi - lo).max(1e-9));
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(s, r##"<rect width="{w}" height="{h}" fill="#ffffff"/>"##);
+    let _ = writeln!(s, r#"<text x="{left}" y="22" font-size="15">{}</text>"#, esc(title));
+    // Axes and a few gridlines.
+    for k in 0..=4 {
+        let v = lo + (hi - lo) * f64::from(k) / 4.0 + 0.0; // + 0.0 turns -0.0 into 0.0
+        let _ = writeln!(
+            s,
+            r##"<line x1="{left}" x2="{}" y1="{:.1}" y2="{:.1}" stroke="#dddddd"/>"##,
+            left + pw,
+            y(v),
+            y(v)
+        );
+        let _ =
+            writeln!(s, r#"<text x="{}" y="{:.1}" text-anchor="end">{v:.2}</text>"#, left - 6.0, y(v) + 4.0);
+    }
+    let _ =
+        writeln!(s, r#"<text x="{}" y="{}" text-anchor="middle">sentence</text>"#, left + pw / 2.0, h - 8.0);
+    let _ = writeln!(
+        s,
+        r#"<text x="14" y="{}" transform="rotate(-90 14 {})" text-anchor="middle">cosine(previous, sentence)</text>"#,
+        top + ph / 2.0,
+        top + ph / 2.0
+    );
+    // The curve.
+    let pts: Vec<String> =
+        sims.iter().enumerate().skip(1).map(|(i, &v)| format!("{:.1},{:.1}", x(i as f64), y(v))).collect();
+    let _ = writeln!(
+        s,
+        r##"<polyline class="similarity" fill="none" stroke="#333333" stroke-width="1" points="{}"/>"##,
+        pts.join(" ")
+    );
+    if let Some((t, label)) = threshold {
+        let _ = writeln!(
+            s,
+            r##"<line class="threshold" x1="{left}" x2="{}" y1="{:.1}" y2="{:.1}" stroke="#777777" stroke-dasharray="6 4"/>"##,
+            left + pw,
+            y(t),
+            y(t)
+        );
+        let _ = writeln!(
+            s,
+            r##"<text x="{}" y="{:.1}" text-anchor="end" fill="#555555">{} ({t:.3})</text>"##,
+            left + pw,
+            y(t) - 4.0,
+            esc(label)
+        );
+    }
+    // One lane of markers per chunker under the plot, and a faint line at each cut.
+    for (c, cut) in cuts.iter().enumerate() {
+        let color = COLORS[c % COLORS.len()];
+        let lane = top + ph + 24.0 + c as f64 * 16.0;
+        let class = esc(&cut.name.replace(' ', "-"));
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="{:.1}" text-anchor="end" fill="{color}">{}</text>"#,
+            left - 6.0,
+            lane + 4.0,
+            esc(&cut.name)
+        );
+        for &st in cut.starts.iter().filter(|&&st| st > 0) {
+            let cx = x(st as f64 - 0.5);
+            let _ = writeln!(
+                s,
+                r#"<line x1="{cx:.1}" x2="{cx:.1}" y1="{top}" y2="{:.1}" stroke="{color}" stroke-opacity="0.25"/>"#,
+                top + ph
+            );
+            let _ = writeln!(
+                s,
+                r#"<path class="cut cut-{class}" d="M{cx:.1},{:.1} l-4,8 h8 z" fill="{color}"/>"#,
+                lane - 4.0
+            );
+        }
+    }
+    s.push_str("</svg>\n");
+    s
+}
