@@ -79,6 +79,15 @@ Example:
 
 #[derive(Subcommand)]
 enum EvalCommand {
+    /// A Choi-style topic-shift benchmark: documents of 3–11-sentence runs from different
+    /// source texts (the INPUTs); Pk, WindowDiff, boundary F1 (±1 sentence) and AMI of each
+    /// chunker against the true boundaries, as a table. `--hard-thr-sweep` calibrates Max–Min.
+    #[command(after_help = "\
+Example:
+  benches/fetch-texts.sh /tmp/texts     # Rust book chapters as text (installed with rustup)
+  seamcut eval topics /tmp/texts --chunker maxmin --chunker minima --chunker recursive --model all-MiniLM-L6-v2
+  seamcut eval topics /tmp/texts --chunker maxmin --hard-thr-sweep 0.3,0.4,0.5,0.6")]
+    Topics(Box<TopicsArgs>),
     /// DCG@k and Recall@k (k = 1, 2, 5, 10, 20) of a document's chunks on questions, by the
     /// GutenQA protocol: chunks and questions embedded with --model, chunks ranked by cosine,
     /// a hit is the first chunk containing the question's `must_contain` text.
@@ -126,6 +135,30 @@ struct PlotArgs {
     max_tokens: usize,
     #[arg(long, default_value = "default")]
     sizer: String,
+    #[command(flatten)]
+    model: ModelArgs,
+    #[command(flatten)]
+    rule: RuleArgs,
+}
+
+#[derive(Args)]
+struct TopicsArgs {
+    #[command(flatten)]
+    input: InputArgs,
+    /// Documents to build.
+    #[arg(long, default_value_t = 50)]
+    docs: usize,
+    /// Runs (topic segments) per document.
+    #[arg(long, default_value_t = 8)]
+    runs: usize,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Chunkers to score (repeatable).
+    #[arg(long, value_enum, required = true)]
+    chunker: Vec<ChunkerName>,
+    /// Score Max–Min once per --hard-thr value in this list.
+    #[arg(long, value_delimiter = ',')]
+    hard_thr_sweep: Vec<f64>,
     #[command(flatten)]
     model: ModelArgs,
     #[command(flatten)]
@@ -323,11 +356,12 @@ struct ChunkArgs {
 }
 
 /// Parameters of the embedding chunkers, with their references' defaults.
-#[derive(Args)]
+#[derive(Args, Clone)]
 struct RuleArgs {
-    /// Max–Min: hard threshold (paper: 0.6, tuned for bge-base; cosine scales differ by model).
-    #[arg(long, default_value_t = 0.6, help_heading = "Max–Min (Kiss et al. 2025)")]
-    hard_thr: f64,
+    /// Max–Min: hard threshold, a number or `auto`: the value calibrated for the model on the
+    /// topic-shift benchmark (models/catalog.json), else the paper's 0.6 (tuned for bge-base).
+    #[arg(long, default_value = "auto", help_heading = "Max–Min (Kiss et al. 2025)")]
+    hard_thr: String,
     /// Max–Min: c, the factor on the chunk's minimum pairwise similarity (paper: 0.9).
     #[arg(long = "c", default_value_t = 0.9, help_heading = "Max–Min (Kiss et al. 2025)")]
     c: f64,
@@ -404,7 +438,42 @@ enum BreakpointType {
 }
 
 impl RuleArgs {
-    fn rule(&self, chunker: ChunkerName, max_tokens: usize) -> Option<seamcut::chunkers::semantic::Rule> {
+    /// `--hard-thr` as a number: `auto` looks the model up in the catalog.
+    fn hard_thr(&self, model: &str) -> seamcut::Result<f64> {
+        if self.hard_thr != "auto" {
+            return self.hard_thr.parse().map_err(|_| {
+                seamcut::Error::Config(format!("--hard-thr {:?}: a number or auto", self.hard_thr))
+            });
+        }
+        let name = std::path::Path::new(model).file_name().and_then(|n| n.to_str()).unwrap_or(model);
+        let entry = seamcut::models::catalog()
+            .into_iter()
+            .find(|e| e.name == model || e.name == name || e.hub.as_deref() == Some(model));
+        Ok(match entry.and_then(|e| e.hard_thr) {
+            Some(t) => f64::from(t),
+            None => {
+                eprintln!("seamcut: note: no calibrated --hard-thr for {model}; using the paper's 0.6 (tuned for bge-base)");
+                seamcut::rules::maxmin::MaxMinParams::default().hard_thr
+            }
+        })
+    }
+
+    fn rule(
+        &self,
+        chunker: ChunkerName,
+        max_tokens: usize,
+        model: &str,
+    ) -> seamcut::Result<Option<seamcut::chunkers::semantic::Rule>> {
+        let thr = if matches!(chunker, ChunkerName::Maxmin) { self.hard_thr(model)? } else { 0.0 };
+        Ok(self.rule_with(chunker, max_tokens, thr))
+    }
+
+    fn rule_with(
+        &self,
+        chunker: ChunkerName,
+        max_tokens: usize,
+        hard_thr: f64,
+    ) -> Option<seamcut::chunkers::semantic::Rule> {
         use seamcut::chunkers::semantic::{Rule, WindowMode};
         use seamcut::rules::breakpoint::{BreakpointParams, ThresholdType};
         let window = match self.window {
@@ -414,7 +483,7 @@ impl RuleArgs {
         Some(match chunker {
             ChunkerName::Maxmin => Rule::MaxMin(seamcut::rules::maxmin::MaxMinParams {
                 c: self.c,
-                hard_thr: self.hard_thr,
+                hard_thr,
                 init_const: self.init_const,
                 max_tokens,
             }),
@@ -556,7 +625,7 @@ fn build_chunker(
     } else {
         SizerSpec::parse(sizer).build()?
     };
-    let r = rule.rule(name, opts.max_tokens).expect("an embedding chunker has a rule");
+    let r = rule.rule(name, opts.max_tokens, &model.model)?.expect("an embedding chunker has a rule");
     let splitter = match rule.splitter {
         SplitterName::Segmenter => seamcut::chunkers::semantic::Splitter::Segmenter,
         SplitterName::Delimiters => {
@@ -644,6 +713,7 @@ fn run(cli: Cli) -> seamcut::Result<()> {
             }
         }
         Command::Eval(EvalCommand::Retrieval(a)) => eval_retrieval(&a)?,
+        Command::Eval(EvalCommand::Topics(a)) => eval_topics(&a)?,
         Command::Plot(a) => plot(&a)?,
         Command::Eval(EvalCommand::Segmentation { input, reference, hypothesis, tolerance }) => {
             let read_starts =
@@ -873,15 +943,79 @@ fn plot(a: &PlotArgs) -> seamcut::Result<()> {
         let units = seamcut::eval::segmentation::unit_starts_of(&chunk_starts, &starts);
         cuts.push(seamcut::plot::Cuts { name: c.name().to_string(), starts: units });
     }
-    let threshold =
-        a.chunker.iter().any(|c| matches!(c, ChunkerName::Maxmin)).then(|| {
-            (a.rule.hard_thr / a.rule.init_const, "Max–Min first-pair threshold hard_thr/init_const")
-        });
+    let threshold = if a.chunker.iter().any(|c| matches!(c, ChunkerName::Maxmin)) {
+        Some((
+            a.rule.hard_thr(&a.model.model)? / a.rule.init_const,
+            "Max–Min first-pair threshold hard_thr/init_const",
+        ))
+    } else {
+        None
+    };
     let title = format!("{} — {} sentences, {}", a.document.display(), texts.len(), model.describe());
     let svg = seamcut::plot::svg(&title, &sims, &cuts, threshold);
     std::fs::write(&a.output, svg).map_err(|e| seamcut::Error::Io { path: a.output.clone(), source: e })?;
     for c in &cuts {
         eprintln!("seamcut: {}: {} cuts", c.name, c.starts.len().saturating_sub(1));
+    }
+    Ok(())
+}
+
+fn eval_topics(a: &TopicsArgs) -> seamcut::Result<()> {
+    use seamcut::eval::segmentation::{score, unit_starts_of};
+    let sources: Vec<String> =
+        a.input.documents().map(|d| d.map(|d| d.text)).collect::<seamcut::Result<_>>()?;
+    let docs = seamcut::eval::topics::generate(&sources, a.docs, a.runs, a.seed);
+    if docs.is_empty() {
+        return Err(seamcut::Error::Config(
+            "need at least two source texts with 11 or more sentences".into(),
+        ));
+    }
+    let texts: Vec<&str> = docs.iter().map(|d| d.text.as_str()).collect();
+    let sentences: usize = docs.iter().map(|d| d.sentence_starts.len()).sum();
+    println!(
+        "{} documents, {} sentences, {} runs each, from {} sources; model {}",
+        docs.len(),
+        sentences,
+        a.runs,
+        sources.len(),
+        a.model.model
+    );
+    println!("| chunker | chunks/doc | Pk | WindowDiff | F1 (±1) | AMI |");
+    println!("|---|---|---|---|---|---|");
+    let mut variants: Vec<(ChunkerName, Option<f64>)> = Vec::new();
+    for &c in &a.chunker {
+        if matches!(c, ChunkerName::Maxmin) && !a.hard_thr_sweep.is_empty() {
+            variants.extend(a.hard_thr_sweep.iter().map(|&t| (c, Some(t))));
+        } else {
+            variants.push((c, None));
+        }
+    }
+    for (name, thr) in variants {
+        let mut rule = a.rule.clone();
+        if let Some(t) = thr {
+            rule.hard_thr = t.to_string();
+        }
+        let c = build_chunker(name, &a.input.sizer, ChunkOptions::new(a.input.max_tokens), &a.model, &rule)?;
+        let results = c.chunk_batch(&texts);
+        let mut sum = [0.0f64; 5];
+        for (d, chunks) in docs.iter().zip(&results) {
+            let starts: Vec<usize> = chunks.iter().map(|s| s.start).collect();
+            let hyp = unit_starts_of(&starts, &d.sentence_starts);
+            let s = score(&d.boundaries, &hyp, d.sentence_starts.len(), 1);
+            for (acc, v) in sum.iter_mut().zip([chunks.len() as f64, s.pk, s.window_diff, s.f1, s.ami]) {
+                *acc += v;
+            }
+        }
+        let n = docs.len() as f64;
+        let label = thr.map_or_else(|| c.name().to_string(), |t| format!("{} hard_thr={t}", c.name()));
+        println!(
+            "| {label} | {:.1} | {:.3} | {:.3} | {:.3} | {:.3} |",
+            sum[0] / n,
+            sum[1] / n,
+            sum[2] / n,
+            sum[3] / n,
+            sum[4] / n
+        );
     }
     Ok(())
 }

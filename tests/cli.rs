@@ -465,3 +465,17 @@ fn plot_renders_a_real_document_with_one_marker_per_cut() {
         assert!(markers > 0, "{name}");
     }
 }
+
+#[test]
+fn hard_thr_auto_uses_the_calibrated_value() {
+    let text = PROSE.repeat(2);
+    let auto = seamcut(&["chunk", "-", "--chunker", "maxmin", "-q"], Some(text.as_bytes()));
+    let fixed =
+        seamcut(&["chunk", "-", "--chunker", "maxmin", "--hard-thr", "0.7", "-q"], Some(text.as_bytes()));
+    let paper =
+        seamcut(&["chunk", "-", "--chunker", "maxmin", "--hard-thr", "0.6", "-q"], Some(text.as_bytes()));
+    assert!(auto.status.success() && fixed.status.success() && paper.status.success());
+    assert_eq!(auto.stdout, fixed.stdout, "the default model is calibrated at 0.7 (models/catalog.json)");
+    let bad = seamcut(&["chunk", "-", "--chunker", "maxmin", "--hard-thr", "high"], Some(b"x"));
+    assert_eq!(bad.status.code(), Some(2));
+}
