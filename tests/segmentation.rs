@@ -30,6 +30,15 @@ fn hand_checked_cases() {
 }
 
 #[test]
+fn a_sentence_after_a_no_break_space_starts_trimmed() {
+    // Found by the property test: ". \u{a0}. “Quote.” " gave a sentence "\u{a0}.".
+    let text = ". \u{a0}. \u{201C}Quote.\u{201D} ";
+    for s in Segmenter::default().sentences(text) {
+        assert_eq!(s.text(text).trim(), s.text(text));
+    }
+}
+
+#[test]
 fn spans_are_trimmed_ordered_and_on_char_boundaries() {
     let data = include_str!("data/segmentation.jsonl");
     let seg = Segmenter::default();

@@ -182,15 +182,10 @@ pub(crate) fn scan(text: &str, span: Span, out: &mut Vec<Span>) {
         };
         if cut {
             out.push(Span::new(sent_start, j));
-            // skip the whitespace that follows
-            let mut k = j;
-            while k < end {
-                let l = space_len(b, k);
-                if l == 0 {
-                    break;
-                }
-                k += l;
-            }
+            // Skip the whitespace that follows (any Unicode whitespace, a no-break space
+            // too, so the next sentence starts trimmed).
+            let rest = &text[j..end];
+            let k = j + (rest.len() - rest.trim_start().len());
             sent_start = k;
             i = k;
         } else {
