@@ -47,7 +47,9 @@ pub fn band(vectors: &[f32], dim: usize, width: usize, compute: &Compute) -> Res
     Ok(Band::from_parts(n, width, data))
 }
 
-fn dot(a: &[f32], b: &[f32]) -> f64 {
+/// Dot product of two vectors, accumulated in f64 (the cosine of two unit vectors).
+#[must_use]
+pub fn dot(a: &[f32], b: &[f32]) -> f64 {
     a.iter().zip(b).map(|(x, y)| f64::from(*x) * f64::from(*y)).sum()
 }
 

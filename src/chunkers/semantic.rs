@@ -133,11 +133,10 @@ impl SemanticChunker {
                         let wv = self.embed(&refs)?;
                         (0..n - w)
                             .map(|i| {
-                                wv[i * dim..(i + 1) * dim]
-                                    .iter()
-                                    .zip(&vectors[(i + w) * dim..(i + w + 1) * dim])
-                                    .map(|(a, b)| f64::from(a * b))
-                                    .sum()
+                                similarity::dot(
+                                    &wv[i * dim..(i + 1) * dim],
+                                    &vectors[(i + w) * dim..(i + w + 1) * dim],
+                                )
                             })
                             .collect()
                     }
@@ -150,12 +149,8 @@ impl SemanticChunker {
                         .collect();
                     let refs: Vec<&str> = groups.iter().map(String::as_str).collect();
                     let gv = self.embed(&refs)?;
-                    let sim = |a: usize, b: usize| -> f64 {
-                        gv[a * dim..(a + 1) * dim]
-                            .iter()
-                            .zip(&gv[b * dim..(b + 1) * dim])
-                            .map(|(x, y)| f64::from(x * y))
-                            .sum()
+                    let sim = |a: usize, b: usize| {
+                        similarity::dot(&gv[a * dim..(a + 1) * dim], &gv[b * dim..(b + 1) * dim])
                     };
                     starts = skip_and_merge(&starts, &p, sim);
                 }
@@ -172,11 +167,10 @@ impl SemanticChunker {
                         let cv = self.embed(&refs)?;
                         (0..n.saturating_sub(1))
                             .map(|i| {
-                                1.0 - cv[i * dim..(i + 1) * dim]
-                                    .iter()
-                                    .zip(&cv[(i + 1) * dim..(i + 2) * dim])
-                                    .map(|(a, b)| f64::from(a * b))
-                                    .sum::<f64>()
+                                1.0 - similarity::dot(
+                                    &cv[i * dim..(i + 1) * dim],
+                                    &cv[(i + 1) * dim..(i + 2) * dim],
+                                )
                             })
                             .collect()
                     }
