@@ -67,7 +67,7 @@ Examples:
     /// Draw one document's similarity curve with each chunker's cuts, as SVG.
     #[command(after_help = "\
 Example:
-  seamcut plot book.txt --chunker maxmin --chunker minima --chunker recursive -o cuts.svg")]
+  seamcut plot book.txt --chunker maxmin --chunker minima --chunker recursive -o cuts.svg -o cuts.png")]
     Plot(Box<PlotArgs>),
     /// Score chunks against reference chunks of the same documents.
     #[command(subcommand)]
@@ -128,9 +128,12 @@ struct PlotArgs {
     /// Chunkers whose cuts to mark (repeatable).
     #[arg(long, value_enum, required = true)]
     chunker: Vec<ChunkerName>,
-    /// The SVG file to write.
-    #[arg(short, long)]
-    output: PathBuf,
+    /// The file to write: .svg or .png (repeat for both).
+    #[arg(short, long, required = true)]
+    output: Vec<PathBuf>,
+    /// PNG pixels per SVG unit (the SVG is 1200 wide).
+    #[arg(long, default_value_t = 1.5)]
+    png_scale: f32,
     #[arg(long, default_value_t = 512)]
     max_tokens: usize,
     #[arg(long, default_value = "default")]
@@ -167,27 +170,36 @@ struct TopicsArgs {
 
 #[derive(Args)]
 struct RetrievalArgs {
-    /// Questions, JSONL with "question" and "must_contain".
-    #[arg(long)]
-    questions: PathBuf,
+    /// Questions, JSONL with "question" and "must_contain"; with several --document, one
+    /// --questions per document, in the same order.
+    #[arg(long, required = true)]
+    questions: Vec<PathBuf>,
     /// The retriever: embeds chunks (cut at its window, as sentence-transformers does) and questions.
     #[arg(long, default_value = "default")]
     model: String,
     /// Chunks to score (JSONL with a "text" field).
     #[arg(long, conflicts_with = "chunker")]
     chunks: Option<PathBuf>,
-    /// Chunk --document with these chunkers and score each.
+    /// Chunk each --document with these chunkers and score each (repeatable).
     #[arg(long, value_enum, requires = "document")]
     chunker: Vec<ChunkerName>,
-    /// The document to chunk.
+    /// A document to chunk (repeatable; each question ranks only its own document's chunks).
     #[arg(long)]
-    document: Option<PathBuf>,
+    document: Vec<PathBuf>,
     /// Token cap for --chunker.
     #[arg(long, default_value_t = 512)]
     max_tokens: usize,
     /// Minimum chunk size for --chunker.
     #[arg(long, default_value_t = 0)]
     min_tokens: usize,
+    /// Give each baseline chunker (fixed, recursive, sentence, paragraph) the cap at which
+    /// its mean chunk size comes closest to that of the first embedding chunker listed, so
+    /// that they are compared at the same mean chunk size.
+    #[arg(long)]
+    match_size: bool,
+    /// Score Max–Min once per --hard-thr value in this list.
+    #[arg(long, value_delimiter = ',')]
+    hard_thr_sweep: Vec<f64>,
     /// Token counter for --chunker and for mean chunk sizes.
     #[arg(long, default_value = "default")]
     sizer: String,
@@ -845,85 +857,155 @@ fn read_jsonl(path: &PathBuf) -> seamcut::Result<Vec<serde_json::Value>> {
 }
 
 fn eval_retrieval(a: &RetrievalArgs) -> seamcut::Result<()> {
-    use seamcut::eval::retrieval::{hit_rank, normalize, rank, scores, KS};
-    let field = |v: &serde_json::Value, k: &str, p: &PathBuf, i: usize| -> seamcut::Result<String> {
-        v[k].as_str().map(str::to_string).ok_or_else(|| seamcut::Error::Record {
-            path: p.display().to_string(),
-            line: i + 1,
-            message: format!("no string field {k:?}"),
+    use seamcut::eval::retrieval::{cap_for_mean, evaluate, Case, Question, KS};
+    let questions: Vec<Vec<Question>> = a
+        .questions
+        .iter()
+        .map(|p| {
+            read_jsonl(p)?
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    serde_json::from_value(v).map_err(|e| seamcut::Error::Record {
+                        path: p.display().to_string(),
+                        line: i + 1,
+                        message: format!("a question needs \"question\" and \"must_contain\": {e}"),
+                    })
+                })
+                .collect()
         })
-    };
-    let qs = read_jsonl(&a.questions)?;
-    let mut questions = Vec::new();
-    let mut needles = Vec::new();
-    for (i, q) in qs.iter().enumerate() {
-        questions.push(field(q, "question", &a.questions, i)?);
-        needles.push(normalize(&field(q, "must_contain", &a.questions, i)?));
+        .collect::<seamcut::Result<_>>()?;
+    let pairs = if a.chunks.is_some() { 1 } else { a.document.len() };
+    if questions.len() != pairs {
+        return Err(seamcut::Error::Config(format!(
+            "{} --questions file(s) for {pairs} document(s): give one per --document (or one with --chunks)",
+            questions.len()
+        )));
     }
     let compute =
         seamcut::device::Compute::new(seamcut::device::DeviceSpec::Auto, seamcut::device::Precision::F32)?;
     let retriever = seamcut::models::load(&a.model, &compute)?;
     let sizer = SizerSpec::parse(&a.sizer).build()?;
-    // (name, chunk texts)
-    let mut sets: Vec<(String, Vec<String>)> = Vec::new();
+    // (label, cap, chunk texts per document)
+    let mut sets: Vec<(String, Option<usize>, Vec<Vec<String>>)> = Vec::new();
     if let Some(p) = &a.chunks {
-        let recs = read_jsonl(p)?;
-        let texts =
-            recs.iter().enumerate().map(|(i, r)| field(r, "text", p, i)).collect::<seamcut::Result<_>>()?;
-        sets.push((p.display().to_string(), texts));
+        let texts = read_jsonl(p)?
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                r["text"].as_str().map(str::to_string).ok_or_else(|| seamcut::Error::Record {
+                    path: p.display().to_string(),
+                    line: i + 1,
+                    message: "no string field \"text\"".into(),
+                })
+            })
+            .collect::<seamcut::Result<_>>()?;
+        sets.push((p.display().to_string(), None, vec![texts]));
     }
-    if let Some(doc) = &a.document {
-        let text =
-            std::fs::read_to_string(doc).map_err(|e| seamcut::Error::Io { path: doc.clone(), source: e })?;
-        let model = ModelArgs { model: a.chunker_model.clone(), device: "auto".into(), dtype: "f32".into() };
-        for &name in &a.chunker {
-            let opts = ChunkOptions::new(a.max_tokens).with_min_tokens(a.min_tokens);
-            let c = build_chunker(name, &a.sizer, opts, &model, &a.rule)?;
-            let texts = c.chunk(&text).iter().map(|s| text[s.start..s.end].to_string()).collect();
-            sets.push((c.name().to_string(), texts));
+    let docs: Vec<String> = a
+        .document
+        .iter()
+        .map(|d| std::fs::read_to_string(d).map_err(|e| seamcut::Error::Io { path: d.clone(), source: e }))
+        .collect::<seamcut::Result<_>>()?;
+    let model = ModelArgs { model: a.chunker_model.clone(), device: "auto".into(), dtype: "f32".into() };
+    let chunk_all = |name: ChunkerName,
+                     cap: usize,
+                     rule: &RuleArgs|
+     -> seamcut::Result<(String, Vec<Vec<String>>)> {
+        let opts = ChunkOptions::new(cap).with_min_tokens(a.min_tokens);
+        let c = build_chunker(name, &a.sizer, opts, &model, rule)?;
+        let texts =
+            docs.iter().map(|d| c.chunk(d).iter().map(|s| d[s.start..s.end].to_string()).collect()).collect();
+        Ok((c.name().to_string(), texts))
+    };
+    let mean = |texts: &[Vec<String>]| {
+        let n: usize = texts.iter().map(Vec::len).sum();
+        texts.iter().flatten().map(|t| sizer.count(t)).sum::<usize>() as f64 / n.max(1) as f64
+    };
+    // Embedding chunkers first, so that --match-size knows its target.
+    let mut order: Vec<ChunkerName> = a.chunker.iter().copied().filter(|c| c.baseline().is_none()).collect();
+    order.extend(a.chunker.iter().copied().filter(|c| c.baseline().is_some()));
+    let mut target = None;
+    for name in order {
+        if name.baseline().is_some() && a.match_size {
+            let target = target.ok_or_else(|| {
+                seamcut::Error::Config(
+                    "--match-size needs an embedding chunker (maxmin, minima, breakpoint)".into(),
+                )
+            })?;
+            let cap = cap_for_mean(target, 8, a.max_tokens.max(8), |cap| {
+                chunk_all(name, cap, &a.rule).map_or(f64::NAN, |(_, t)| mean(&t))
+            });
+            let (label, texts) = chunk_all(name, cap, &a.rule)?;
+            sets.push((label, Some(cap), texts));
+            continue;
+        }
+        let thresholds: Vec<Option<f64>> =
+            if matches!(name, ChunkerName::Maxmin) && !a.hard_thr_sweep.is_empty() {
+                a.hard_thr_sweep.iter().map(|&t| Some(t)).collect()
+            } else {
+                vec![None]
+            };
+        for thr in thresholds {
+            let mut rule = a.rule.clone();
+            if let Some(t) = thr {
+                rule.hard_thr = t.to_string();
+            }
+            let (label, texts) = chunk_all(name, a.max_tokens, &rule)?;
+            if name.baseline().is_none() && target.is_none() {
+                target = Some(mean(&texts));
+            }
+            let label = thr.map_or(label.clone(), |t| format!("{label} hard_thr={t}"));
+            sets.push((label, Some(a.max_tokens), texts));
         }
     }
     if sets.is_empty() {
         return Err(seamcut::Error::Config("give --chunks, or --document with --chunker".into()));
     }
-    let q_refs: Vec<&str> = questions.iter().map(String::as_str).collect();
-    let (qv, _) = seamcut::embed::embed_texts(retriever.as_ref(), &q_refs, Default::default())?;
     if !a.json {
         let head: Vec<String> =
             KS.iter().map(|k| format!("DCG@{k}")).chain(KS.iter().map(|k| format!("R@{k}"))).collect();
-        println!("| chunks from | chunks | mean tokens | {} |", head.join(" | "));
-        println!("|---|---|---|{}", "---|".repeat(head.len()));
+        println!("| chunks from | cap | chunks | mean tokens | {} |", head.join(" | "));
+        println!("|---|---|---|---|{}", "---|".repeat(head.len()));
     }
-    for (name, texts) in &sets {
-        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let (cv, _) = seamcut::embed::embed_texts(retriever.as_ref(), &refs, Default::default())?;
-        let norm: Vec<String> = texts.iter().map(|t| normalize(t)).collect();
-        let ranks: Vec<Option<usize>> = (0..questions.len())
-            .map(|q| hit_rank(&rank(&cv.data, cv.dim, qv.row(q)), &norm, &needles[q]))
-            .collect();
-        let sc = scores(&ranks);
-        let mean_tokens =
-            texts.iter().map(|t| sizer.count(t)).sum::<usize>() as f64 / texts.len().max(1) as f64;
+    for (name, cap, texts) in sets {
+        let cases: Vec<Case<'_>> =
+            texts.into_iter().zip(&questions).map(|(chunks, q)| Case { chunks, questions: q }).collect();
+        let r = evaluate(retriever.as_ref(), &cases, sizer.as_ref())?;
         if a.json {
-            let mut o = serde_json::json!({"chunker": name, "chunks": texts.len(), "mean_tokens": mean_tokens, "questions": questions.len()});
-            for (k, d, r) in &sc {
+            let mut o = serde_json::json!({"chunker": name, "cap": cap, "chunks": r.chunks, "mean_tokens": r.mean_tokens, "questions": r.questions});
+            for (k, d, rec) in &r.scores {
                 o[format!("DCG@{k}")] = serde_json::json!(d);
-                o[format!("R@{k}")] = serde_json::json!(r);
+                o[format!("R@{k}")] = serde_json::json!(rec);
             }
             println!("{o}");
         } else {
-            let cells: Vec<String> = sc
+            let cells: Vec<String> = r
+                .scores
                 .iter()
                 .map(|x| format!("{:.2}", x.1))
-                .chain(sc.iter().map(|x| format!("{:.2}", x.2)))
+                .chain(r.scores.iter().map(|x| format!("{:.2}", x.2)))
                 .collect();
-            println!("| {name} | {} | {mean_tokens:.1} | {} |", texts.len(), cells.join(" | "));
+            let cap = cap.map_or("-".to_string(), |c| c.to_string());
+            println!("| {name} | {cap} | {} | {:.1} | {} |", r.chunks, r.mean_tokens, cells.join(" | "));
         }
     }
     Ok(())
 }
 
 fn plot(a: &PlotArgs) -> seamcut::Result<()> {
+    // Check the output names before the work.
+    let png: Vec<bool> = a
+        .output
+        .iter()
+        .map(|out| match out.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
+            Some("svg") => Ok(false),
+            Some("png") => Ok(true),
+            _ => {
+                Err(seamcut::Error::Config(format!("{}: the plot is written as .svg or .png", out.display())))
+            }
+        })
+        .collect::<seamcut::Result<_>>()?;
     let text = std::fs::read_to_string(&a.document)
         .map_err(|e| seamcut::Error::Io { path: a.document.clone(), source: e })?;
     let seg = seamcut::segment::Segmenter::default();
@@ -953,7 +1035,10 @@ fn plot(a: &PlotArgs) -> seamcut::Result<()> {
     };
     let title = format!("{} — {} sentences, {}", a.document.display(), texts.len(), model.describe());
     let svg = seamcut::plot::svg(&title, &sims, &cuts, threshold);
-    std::fs::write(&a.output, svg).map_err(|e| seamcut::Error::Io { path: a.output.clone(), source: e })?;
+    for (out, png) in a.output.iter().zip(png) {
+        let bytes = if png { seamcut::plot::png(&svg, a.png_scale)? } else { svg.clone().into_bytes() };
+        std::fs::write(out, bytes).map_err(|e| seamcut::Error::Io { path: out.clone(), source: e })?;
+    }
     for c in &cuts {
         eprintln!("seamcut: {}: {} cuts", c.name, c.starts.len().saturating_sub(1));
     }

@@ -1,10 +1,12 @@
 //! `seamcut plot`: one document's similarity curve (cosine between neighbouring sentences)
-//! with each chunker's cuts marked and a threshold drawn, as SVG.
+//! with each chunker's cuts marked and a threshold drawn, as SVG, and as PNG through resvg.
 //!
 //! Hand-written SVG rather than plotters: plotters lays out text through system fonts
-//! (font-kit), which a headless machine may not have; this is a polyline, some markers and
-//! a legend. Every cut is one `<path class="cut cut-NAME">`, so a test (or a script) can
-//! count them.
+//! (font-kit) and fails without them, and a headless machine may have none; this is a
+//! polyline, some markers and a legend. Every cut is one `<path class="cut cut-NAME">`, so a
+//! test (or a script) can count them. [`png`] rasterises that same SVG, so the two never
+//! disagree; its text uses the system's sans-serif font, and where no font is installed the
+//! PNG still has the curve and the cuts, without labels.
 
 use std::fmt::Write;
 
@@ -120,4 +122,44 @@ pub fn svg(title: &str, sims: &[f64], cuts: &[Cuts], threshold: Option<(f64, &st
     }
     s.push_str("</svg>\n");
     s
+}
+
+/// Rasterise an SVG from [`svg`] to PNG bytes at `scale` (1.0 = the SVG's own size).
+pub fn png(svg: &str, scale: f32) -> crate::Result<Vec<u8>> {
+    use resvg::{tiny_skia, usvg};
+    let mut opt = usvg::Options::default();
+    opt.fontdb_mut().load_system_fonts();
+    let tree = usvg::Tree::from_str(svg, &opt).map_err(|e| crate::Error::Internal(format!("SVG: {e}")))?;
+    let size = tree.size().to_int_size().scale_by(scale).ok_or_else(|| {
+        crate::Error::Config(format!("PNG scale {scale} gives an empty or oversized image"))
+    })?;
+    let mut pixmap = tiny_skia::Pixmap::new(size.width(), size.height())
+        .ok_or_else(|| crate::Error::Config(format!("cannot allocate a {size:?} PNG")))?;
+    resvg::render(&tree, tiny_skia::Transform::from_scale(scale, scale), &mut pixmap.as_mut());
+    pixmap.encode_png().map_err(|e| crate::Error::Internal(format!("PNG: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn png_is_the_svg_rasterised() {
+        let sims: Vec<f64> = (0..40).map(|i| 0.5 + 0.4 * (f64::from(i) / 3.0).sin()).collect();
+        let cuts = [Cuts { name: "maxmin".into(), starts: vec![0, 10, 25] }];
+        let s = svg("test", &sims, &cuts, Some((0.4, "threshold")));
+        let bytes = png(&s, 1.0).unwrap();
+        assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+        // The IHDR chunk holds width and height, big-endian.
+        let w = u32::from_be_bytes(bytes[16..20].try_into().unwrap());
+        let h = u32::from_be_bytes(bytes[20..24].try_into().unwrap());
+        assert_eq!((w, h), (1200, 520));
+        let big = png(&s, 2.0).unwrap();
+        assert_eq!(u32::from_be_bytes(big[16..20].try_into().unwrap()), 2400);
+        // A cut marker is drawn in its colour: decode and look for that red.
+        let pixmap = resvg::tiny_skia::Pixmap::decode_png(&bytes).unwrap();
+        let red = pixmap.pixels().iter().filter(|p| p.red() > 200 && p.green() < 60 && p.blue() < 60).count();
+        assert!(red > 20, "{red} red pixels");
+        assert!(png(&s, 0.0).is_err());
+    }
 }

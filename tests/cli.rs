@@ -430,11 +430,69 @@ fn eval_retrieval_scores_chunkers_and_chunk_files() {
 }
 
 #[test]
+fn eval_retrieval_matches_baseline_sizes_over_several_documents() {
+    // Two documents of real sentences (the embedding fixtures), each with its questions.
+    let texts: Vec<String> = std::fs::read_to_string("tests/fixtures/texts.jsonl")
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["text"].as_str().unwrap().to_string())
+        .filter(|t| t.len() > 40 && t.len() < 400)
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let mut args: Vec<String> =
+        "eval retrieval --json --match-size --chunker recursive --chunker maxmin --chunker sentence"
+            .split(' ')
+            .map(String::from)
+            .collect();
+    for (i, part) in texts.chunks(texts.len() / 2).take(2).enumerate() {
+        let doc = dir.path().join(format!("d{i}.txt"));
+        let body: Vec<String> = part.chunks(4).map(|p| p.join(" ")).collect();
+        std::fs::write(&doc, body.join("\n\n")).unwrap();
+        let q = dir.path().join(format!("q{i}.jsonl"));
+        let qs: String = part
+            .iter()
+            .step_by(7)
+            .map(|t| serde_json::json!({"question": t, "must_contain": t}).to_string() + "\n")
+            .collect();
+        std::fs::write(&q, qs).unwrap();
+        args.extend([
+            "--document".into(),
+            doc.display().to_string(),
+            "--questions".into(),
+            q.display().to_string(),
+        ]);
+    }
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = seamcut(&refs, None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let recs = records(&out);
+    let by =
+        |name: &str| recs.iter().find(|r| r["chunker"] == name).unwrap_or_else(|| panic!("{name}: {recs:?}"));
+    let target = by("maxmin")["mean_tokens"].as_f64().unwrap();
+    let questions = by("maxmin")["questions"].as_u64().unwrap();
+    assert!(questions >= 10, "questions of both documents are pooled: {questions}");
+    for name in ["recursive", "sentence"] {
+        let r = by(name);
+        let (mean, cap) = (r["mean_tokens"].as_f64().unwrap(), r["cap"].as_u64().unwrap());
+        assert!(cap < 512, "{name}: the cap was searched: {r}");
+        assert!((mean - target).abs() / target < 0.25, "{name}: mean {mean} vs maxmin {target}");
+        assert_eq!(r["questions"].as_u64().unwrap(), questions);
+    }
+    // A question copied from the text is found within the top 20.
+    assert!(by("maxmin")["R@20"].as_f64().unwrap() > 50.0, "{:?}", by("maxmin"));
+    // One questions file for two documents is a usage error naming the mismatch.
+    let bad = seamcut(&refs[..refs.len() - 2], None);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("1 --questions file(s) for 2 document(s)"), "{}", stderr(&bad));
+}
+
+#[test]
 fn plot_renders_a_real_document_with_one_marker_per_cut() {
     let dir = tempfile::tempdir().unwrap();
     let doc = dir.path().join("d.txt");
     std::fs::write(&doc, PROSE.repeat(3)).unwrap();
     let svg = dir.path().join("cuts.svg");
+    let png = dir.path().join("cuts.png");
     let d = doc.to_str().unwrap();
     let out = seamcut(
         &[
@@ -448,10 +506,19 @@ fn plot_renders_a_real_document_with_one_marker_per_cut() {
             "40",
             "-o",
             svg.to_str().unwrap(),
+            "-o",
+            png.to_str().unwrap(),
         ],
         None,
     );
     assert!(out.status.success(), "{}", stderr(&out));
+    let bytes = std::fs::read(&png).unwrap();
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "a PNG beside the SVG");
+    // 1200 × 1.5 pixels wide by default (IHDR width, big-endian).
+    assert_eq!(u32::from_be_bytes(bytes[16..20].try_into().unwrap()), 1800);
+    let bad = seamcut(&["plot", d, "--chunker", "recursive", "-o", "cuts.pdf"], None);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("cuts.pdf: the plot is written as .svg or .png"), "{}", stderr(&bad));
     let text = std::fs::read_to_string(&svg).unwrap();
     let xml = roxmltree::Document::parse(&text).expect("the plot is well-formed SVG");
     assert_eq!(xml.root_element().tag_name().name(), "svg");

@@ -5,8 +5,88 @@
 //! over questions of `1 / log2(rank + 1)` for a hit within `k` (binary relevance), Recall@k
 //! the share of questions with a hit within `k`.
 
+use crate::embed::{embed_texts, Embedder};
+use crate::sizer::Sizer;
+use crate::Result;
+
 /// The cut-offs reported.
 pub const KS: [usize; 5] = [1, 2, 5, 10, 20];
+
+/// One question: its text and the string the retrieved chunk must contain.
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct Question {
+    pub question: String,
+    pub must_contain: String,
+}
+
+/// One document's chunks with the questions asked of it. Each question ranks only the
+/// chunks of its own document, as in GutenQA (one book at a time).
+#[derive(Debug, Clone)]
+pub struct Case<'a> {
+    pub chunks: Vec<String>,
+    pub questions: &'a [Question],
+}
+
+/// Scores over all questions of all cases.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub chunks: usize,
+    /// Mean tokens per chunk, by the sizer given.
+    pub mean_tokens: f64,
+    pub questions: usize,
+    /// The 1-based rank of each question's first hit (in case order), if any.
+    pub ranks: Vec<Option<usize>>,
+    /// (k, DCG@k, Recall@k), metrics ×100, for each k in [`KS`].
+    pub scores: Vec<(usize, f64, f64)>,
+}
+
+/// Embed every case's chunks and questions with `retriever` (chunk text past its window is
+/// cut, as sentence-transformers does), rank each document's chunks per question, and score.
+pub fn evaluate(retriever: &dyn Embedder, cases: &[Case<'_>], sizer: &dyn Sizer) -> Result<Report> {
+    let mut ranks = Vec::new();
+    let (mut chunks, mut tokens) = (0, 0);
+    for case in cases {
+        let q_refs: Vec<&str> = case.questions.iter().map(|q| q.question.as_str()).collect();
+        let (qv, _) = embed_texts(retriever, &q_refs, Default::default())?;
+        let refs: Vec<&str> = case.chunks.iter().map(String::as_str).collect();
+        let (cv, _) = embed_texts(retriever, &refs, Default::default())?;
+        let norm: Vec<String> = case.chunks.iter().map(|t| normalize(t)).collect();
+        for (i, q) in case.questions.iter().enumerate() {
+            ranks.push(hit_rank(&rank(&cv.data, cv.dim, qv.row(i)), &norm, &normalize(&q.must_contain)));
+        }
+        chunks += case.chunks.len();
+        tokens += case.chunks.iter().map(|t| sizer.count(t)).sum::<usize>();
+    }
+    Ok(Report {
+        chunks,
+        mean_tokens: tokens as f64 / chunks.max(1) as f64,
+        questions: ranks.len(),
+        scores: scores(&ranks),
+        ranks,
+    })
+}
+
+/// The cap in `lo..=hi` at which `mean_at(cap)` (a chunker's mean chunk size at that cap,
+/// roughly increasing in it) comes closest to `target`: bisection, then the better of the
+/// two neighbours. Used to compare baselines with an embedding chunker at the same mean
+/// chunk size.
+pub fn cap_for_mean(target: f64, lo: usize, hi: usize, mut mean_at: impl FnMut(usize) -> f64) -> usize {
+    let (mut a, mut b) = (lo.max(1), hi.max(lo.max(1)));
+    while b - a > 1 {
+        let mid = a + (b - a) / 2;
+        if mean_at(mid) < target {
+            a = mid;
+        } else {
+            b = mid;
+        }
+    }
+    let (ma, mb) = (mean_at(a), mean_at(b));
+    if (ma - target).abs() <= (mb - target).abs() {
+        a
+    } else {
+        b
+    }
+}
 
 /// Normalise text for the containment test.
 #[must_use]
@@ -84,5 +164,22 @@ mod tests {
         assert!((s[2].1 - 50.0).abs() < 1e-9);
         assert!((s[1].2 - 100.0 / 3.0).abs() < 1e-9);
         assert!((s[2].2 - 200.0 / 3.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn cap_search_finds_the_closest_mean() {
+        // Mean chunk size 0.8 × cap, as a packing chunker roughly gives.
+        let mut calls = 0;
+        let cap = cap_for_mean(100.0, 8, 1024, |c| {
+            calls += 1;
+            0.8 * c as f64
+        });
+        assert_eq!(cap, 125);
+        assert!(calls <= 14, "{calls} evaluations");
+        // Out of range: the nearest end.
+        assert_eq!(cap_for_mean(5000.0, 8, 1024, |c| c as f64), 1024);
+        assert_eq!(cap_for_mean(1.0, 8, 1024, |c| c as f64), 8);
+        // A step function: the step nearest the target.
+        assert_eq!(cap_for_mean(47.0, 1, 100, |c| (c / 10 * 10) as f64), 50);
     }
 }
