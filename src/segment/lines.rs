@@ -4,12 +4,20 @@
 //! *hard* break, ending a sentence even without punctuation, when:
 //! - the next line starts a list item (`-`, `*`, `+`, `•`, `1.`, `2)`, `a)`), a Markdown
 //!   heading (`#`) or a table row (`|`), or the current line is a heading; or
-//! - the paragraph is not hard-wrapped prose. It counts as wrapped when its longest line has
-//!   at least [`WRAP_MIN_CHARS`] characters and every line but the last is at least
-//!   [`WRAP_RATIO`] of that length; a wrapped paragraph's newlines are soft (like spaces).
+//! - the paragraph is not hard-wrapped prose, and the line does not visibly run on.
 //!
-//! So a Project Gutenberg paragraph wrapped at 70 columns stays one flow of sentences,
-//! while a title line followed by text, a poem or an unpunctuated list splits per line.
+//! A paragraph counts as wrapped when its longest line has at least [`WRAP_MIN_CHARS`]
+//! characters and every line but the last is at least [`WRAP_RATIO`] of that length; a
+//! wrapped paragraph's newlines are soft (like spaces). Markdown sources are often wrapped
+//! raggedly (by hand, or one clause per line), so in a paragraph that is not evenly wrapped
+//! a single line still runs on into the next ([`runs_on`]) when it is at least
+//! [`RUN_ON_MIN_CHARS`] long and either the next line starts in lower case, or the line
+//! ends in a comma or semicolon, or it is [`WRAP_MIN_CHARS`] or longer and ends in a
+//! lower-case letter.
+//!
+//! So a Project Gutenberg paragraph wrapped at 70 columns, or a Markdown paragraph wrapped
+//! anywhere, stays one flow of sentences, while a title line followed by text, a poem's
+//! capitalised lines or a short unpunctuated list splits per line.
 
 use crate::span::Span;
 
@@ -17,6 +25,21 @@ use crate::span::Span;
 pub(crate) const WRAP_MIN_CHARS: usize = 40;
 /// A line shorter than this fraction of the longest line marks the paragraph as not wrapped.
 pub(crate) const WRAP_RATIO: f32 = 0.6;
+/// A line shorter than this never runs on into the next in a paragraph that is not wrapped
+/// (list items, titles, short verse lines).
+pub(crate) const RUN_ON_MIN_CHARS: usize = 20;
+
+/// Does `cur` visibly continue on the line `next` (a sentence wrapped mid-way)?
+fn runs_on(cur: &str, next: &str) -> bool {
+    let len = char_len(cur);
+    if len < RUN_ON_MIN_CHARS {
+        return false;
+    }
+    let last = cur.chars().next_back().unwrap_or(' ');
+    next.chars().next().is_some_and(char::is_lowercase)
+        || matches!(last, ',' | ';')
+        || (len >= WRAP_MIN_CHARS && last.is_lowercase())
+}
 
 /// Call `f` with each trimmed paragraph span of `text`.
 pub(crate) fn paragraphs(text: &str, mut f: impl FnMut(Span)) {
@@ -75,7 +98,7 @@ pub(crate) fn hard_line_groups(text: &str, para: Span, mut f: impl FnMut(Span)) 
     for k in 0..lines.len() - 1 {
         let cur = lines[k].text(text);
         let next = lines[k + 1].text(text);
-        let hard = !wrapped || starts_block(next) || cur.starts_with('#');
+        let hard = starts_block(next) || cur.starts_with('#') || !(wrapped || runs_on(cur, next));
         if hard {
             f(Span::new(group_start, lines[k].end));
             group_start = lines[k + 1].start;

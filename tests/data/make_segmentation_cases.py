@@ -124,6 +124,15 @@ case("It was the best of times, it was the worst of times, it was the age\nof wi
 case("This paragraph is hard-wrapped at a fixed width like old text files are.\nIt continues on the next line. And it ends here.",
      "This paragraph is hard-wrapped at a fixed width like old text files are.", "It continues on the next line.", "And it ends here.")
 case("| a | b |\n| 1 | 2 |", "| a | b |", "| 1 | 2 |")
+# Markdown wrapped raggedly (the Rust book's sources): a line that runs on joins the next.
+case("This version assumes you are using Rust 1.90.0 (released 2025-09-18)\nor later. See the \u201cInstallation\u201d section\nof Chapter 1 for instructions on installing or\nupdating Rust, and see Appendix E for information\non editions.",
+     "This version assumes you are using Rust 1.90.0 (released 2025-09-18)\nor later.", "See the \u201cInstallation\u201d section\nof Chapter 1 for instructions on installing or\nupdating Rust, and see Appendix E for information\non editions.")
+case("by Steve Klabnik, Carol Nichols, and Chris Krycho, with contributions from the\nRust Community",
+     "by Steve Klabnik, Carol Nichols, and Chris Krycho, with contributions from the\nRust Community")
+case("Teams of Developers\nRust is proving to be a productive tool.", "Teams of Developers", "Rust is proving to be a productive tool.")
+case("apples\nbananas\ncherries", "apples", "bananas", "cherries")
+case("Shall I compare thee to a summer\u2019s day?\nThou art more lovely and more temperate.",
+     "Shall I compare thee to a summer\u2019s day?", "Thou art more lovely and more temperate.")
 case("a) first choice\nb) second choice", "a) first choice", "b) second choice")
 case("Sentence one.\nSentence two.", "Sentence one.", "Sentence two.")
 case("\n\n\nOnly text after blank lines.\n\n\n", "Only text after blank lines.")
