@@ -31,19 +31,19 @@ impl Rng {
     }
 }
 
+/// A sentence worth placing: four or more words, or (in scripts written without spaces)
+/// eight or more CJK characters. Drops headings and fragments in either kind of text.
+fn long_enough(t: &str) -> bool {
+    t.split_whitespace().count() >= 4 || t.chars().filter(|&c| crate::segment::is_cjk(c)).count() >= 8
+}
+
 /// Build `n_docs` documents of `runs` runs each from `sources` (each a long text).
 #[must_use]
 pub fn generate(sources: &[String], n_docs: usize, runs: usize, seed: u64) -> Vec<TopicDoc> {
     let seg = Segmenter::default();
     let sentences: Vec<Vec<&str>> = sources
         .iter()
-        .map(|s| {
-            seg.sentences(s)
-                .iter()
-                .map(|sp| sp.text(s))
-                .filter(|t| t.split_whitespace().count() >= 4)
-                .collect()
-        })
+        .map(|s| seg.sentences(s).iter().map(|sp| sp.text(s)).filter(|t| long_enough(t)).collect())
         .filter(|v: &Vec<&str>| v.len() >= 11)
         .collect();
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
@@ -80,6 +80,19 @@ pub fn generate(sources: &[String], n_docs: usize, runs: usize, seed: u64) -> Ve
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn chinese_sentences_count_by_characters() {
+        assert!(long_enough("计算机系统从上电事件到能为用户提供完整的操作系统功能为止。"));
+        assert!(!long_enough("第三章。"));
+        assert!(long_enough("one two three four"));
+        assert!(!long_enough("Chapter 3"));
+        let a = "这是关于软件包管理的一个相当长的句子。".repeat(20);
+        let b = "网络配置需要仔细地检查每一个接口的设置。".repeat(20);
+        let docs = generate(&[a, b], 2, 4, 3);
+        assert_eq!(docs.len(), 2);
+        assert!(docs.iter().all(|d| d.boundaries.len() == 4 && d.sentence_starts.len() >= 12));
+    }
 
     #[test]
     fn runs_come_from_different_sources() {

@@ -20,6 +20,8 @@ pub mod delimiters;
 mod lines;
 mod sentences;
 
+pub use sentences::is_cjk;
+
 use crate::span::Span;
 
 /// Splits text into paragraphs and sentences. Cheap to construct and `Sync`; one instance

@@ -104,7 +104,7 @@ fn char_at(text: &str, i: usize) -> Option<char> {
 
 /// CJK ideographs, kana, hangul and full-width forms: scripts written without spaces.
 #[inline]
-fn is_cjk(c: char) -> bool {
+pub fn is_cjk(c: char) -> bool {
     matches!(c as u32,
         0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xAC00..=0xD7AF
         | 0xF900..=0xFAFF | 0xFF01..=0xFF60 | 0x20000..=0x2FA1F)
