@@ -128,7 +128,20 @@ pub fn svg(title: &str, sims: &[f64], cuts: &[Cuts], threshold: Option<(f64, &st
 pub fn png(svg: &str, scale: f32) -> crate::Result<Vec<u8>> {
     use resvg::{tiny_skia, usvg};
     let mut opt = usvg::Options::default();
-    opt.fontdb_mut().load_system_fonts();
+    let db = opt.fontdb_mut();
+    db.load_system_fonts();
+    // fontdb maps the generic `sans-serif` to Arial, which Linux machines seldom have: use
+    // the first common sans family installed, else any family at all.
+    let installed: Vec<String> =
+        db.faces().flat_map(|f| f.families.iter().map(|(name, _)| name.clone())).collect();
+    let sans = ["DejaVu Sans", "Liberation Sans", "Noto Sans", "Arial", "Helvetica", "FreeSans"]
+        .iter()
+        .map(|s| (*s).to_string())
+        .find(|s| installed.contains(s))
+        .or_else(|| installed.first().cloned());
+    if let Some(family) = sans {
+        db.set_sans_serif_family(family);
+    }
     let tree = usvg::Tree::from_str(svg, &opt).map_err(|e| crate::Error::Internal(format!("SVG: {e}")))?;
     let size = tree.size().to_int_size().scale_by(scale).ok_or_else(|| {
         crate::Error::Config(format!("PNG scale {scale} gives an empty or oversized image"))
