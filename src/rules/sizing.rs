@@ -43,18 +43,25 @@ pub fn size(
     if min_tokens == 0 || out.len() < 2 {
         return out;
     }
-    // Merge: a chunk under the minimum joins the neighbour across the stronger seam.
-    let mut chunks: Vec<(usize, usize)> =
-        out.iter().enumerate().map(|(k, &s)| (s, out.get(k + 1).copied().unwrap_or(n))).collect();
+    // Merge: a chunk under the minimum joins the neighbour across the stronger seam. The
+    // chunks form a doubly linked list over indices, so that each merge is O(1) (removing
+    // from a Vec made this pass quadratic on documents with many small chunks).
+    let m = out.len();
+    let mut end: Vec<usize> = (0..m).map(|k| out.get(k + 1).copied().unwrap_or(n)).collect();
+    let mut next: Vec<usize> = (1..=m).collect(); // m = none
+    let mut prev: Vec<usize> = (0..m).map(|k| k.wrapping_sub(1)).collect(); // usize::MAX = none
+    let mut alive = m;
     let mut k = 0;
-    while k < chunks.len() {
-        let (a, b) = chunks[k];
-        if sum(a, b) >= min_tokens || chunks.len() < 2 {
-            k += 1;
+    while k < m {
+        let (a, b) = (out[k], end[k]);
+        if sum(a, b) >= min_tokens || alive < 2 {
+            k = next[k];
             continue;
         }
-        let left = (k > 0).then(|| (seam[a], sum(chunks[k - 1].0, b)));
-        let right = (k + 1 < chunks.len()).then(|| (seam[chunks[k + 1].0], sum(a, chunks[k + 1].1)));
+        let p = prev[k];
+        let q = next[k];
+        let left = (p != usize::MAX).then(|| (seam[a], sum(out[p], b)));
+        let right = (q < m).then(|| (seam[out[q]], sum(a, end[q])));
         let pick = match (left, right) {
             (Some((ls, lt)), Some((rs, rt))) => {
                 if ls >= rs && lt <= cap {
@@ -73,18 +80,34 @@ pub fn size(
         };
         match pick {
             Some(true) => {
-                chunks[k].1 = chunks[k + 1].1;
-                chunks.remove(k + 1);
+                // k absorbs q; look at k again.
+                end[k] = end[q];
+                next[k] = next[q];
+                if next[q] < m {
+                    prev[next[q]] = k;
+                }
+                alive -= 1;
             }
             Some(false) => {
-                chunks[k - 1].1 = b;
-                chunks.remove(k);
-                k = k.saturating_sub(1);
+                // p absorbs k; look at p again.
+                end[p] = b;
+                next[p] = q;
+                if q < m {
+                    prev[q] = p;
+                }
+                alive -= 1;
+                k = p;
             }
-            None => k += 1,
+            None => k = q,
         }
     }
-    chunks.into_iter().map(|(s, _)| s).collect()
+    let mut starts = Vec::with_capacity(alive);
+    let mut k = if m > 0 { 0 } else { m };
+    while k < m {
+        starts.push(out[k]);
+        k = next[k];
+    }
+    starts
 }
 
 #[cfg(test)]
@@ -99,5 +122,22 @@ mod tests {
         // A 4-token chunk under min 5 joins the side with the stronger seam.
         assert_eq!(size(&[0, 1, 2], &[4, 4, 8], &[0.0, 0.9, 0.2], 8, 5), vec![0, 2]);
         assert_eq!(size(&[0], &[20], &[0.0], 8, 0), vec![0], "a single unit is never split");
+        // Merges cascade: three 2-token chunks under min 5 become one, then stop at the cap.
+        assert_eq!(size(&[0, 1, 2, 3], &[2, 2, 2, 9], &[0.0, 0.5, 0.5, 0.1], 9, 5), vec![0, 3]);
+    }
+
+    #[test]
+    fn merging_many_small_chunks_is_linear() {
+        // 400k one-token sentences, each its own chunk: merging into 8-token chunks must not
+        // be quadratic (this took minutes when merges removed from a Vec).
+        let n = 400_000;
+        let tokens = vec![1; n];
+        let seam: Vec<f32> = (0..n).map(|i| (i % 7) as f32 / 7.0).collect();
+        let starts: Vec<usize> = (0..n).collect();
+        let t = std::time::Instant::now();
+        let out = size(&starts, &tokens, &seam, 64, 8);
+        assert!(t.elapsed().as_secs_f64() < 5.0, "{:?}", t.elapsed());
+        assert!(out.windows(2).all(|w| w[1] - w[0] >= 8 || w[1] == n), "every chunk reaches the minimum");
+        assert_eq!(out[0], 0);
     }
 }
