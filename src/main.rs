@@ -162,6 +162,10 @@ struct TopicsArgs {
     /// Score Max–Min once per --hard-thr value in this list.
     #[arg(long, value_delimiter = ',')]
     hard_thr_sweep: Vec<f64>,
+    /// Give each baseline chunker the cap at which its mean chunk size comes closest to
+    /// that of the first embedding chunker listed.
+    #[arg(long)]
+    match_size: bool,
     #[command(flatten)]
     model: ModelArgs,
     #[command(flatten)]
@@ -401,8 +405,9 @@ struct RuleArgs {
     /// Minima: merge groups within this many groups when similar (chonkie: 0, off).
     #[arg(long, default_value_t = 0, help_heading = "Minima (chonkie SemanticChunker)")]
     skip_window: usize,
-    /// How sentences are found: seamcut's segmenter, or chonkie's delimiter splitter
-    /// (". ", "! ", "? ", newline; for parity with chonkie).
+    /// The units the rules group: sentences from seamcut's segmenter, sentences from
+    /// chonkie's delimiter splitter (". ", "! ", "? ", newline; for parity with chonkie), or
+    /// whole paragraphs (sentences where a paragraph is over the cap).
     #[arg(long, value_enum, default_value_t = SplitterName::Segmenter)]
     splitter: SplitterName,
     /// With --splitter delimiters: merge segments shorter than this many bytes (chonkie: 24).
@@ -431,8 +436,12 @@ struct RuleArgs {
 
 #[derive(Clone, Copy, ValueEnum)]
 enum SplitterName {
+    /// seamcut's sentence segmenter.
     Segmenter,
+    /// chonkie's delimiter splitter (for parity with chonkie).
     Delimiters,
+    /// Whole paragraphs; a paragraph over the cap falls back to its sentences.
+    Paragraphs,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -640,6 +649,7 @@ fn build_chunker(
     let r = rule.rule(name, opts.max_tokens, &model.model)?.expect("an embedding chunker has a rule");
     let splitter = match rule.splitter {
         SplitterName::Segmenter => seamcut::chunkers::semantic::Splitter::Segmenter,
+        SplitterName::Paragraphs => seamcut::chunkers::semantic::Splitter::Paragraphs,
         SplitterName::Delimiters => {
             seamcut::chunkers::semantic::Splitter::Delimiters { min_bytes: rule.min_characters_per_sentence }
         }
@@ -1065,23 +1075,50 @@ fn eval_topics(a: &TopicsArgs) -> seamcut::Result<()> {
         sources.len(),
         a.model.model
     );
-    println!("| chunker | chunks/doc | Pk | WindowDiff | F1 (±1) | AMI |");
-    println!("|---|---|---|---|---|---|");
+    println!("| chunker | cap | chunks/doc | mean tokens | Pk | WindowDiff | F1 (±1) | AMI |");
+    println!("|---|---|---|---|---|---|---|---|");
+    // Embedding chunkers first, so that --match-size knows its target.
     let mut variants: Vec<(ChunkerName, Option<f64>)> = Vec::new();
-    for &c in &a.chunker {
+    let ordered = a
+        .chunker
+        .iter()
+        .filter(|c| c.baseline().is_none())
+        .chain(a.chunker.iter().filter(|c| c.baseline().is_some()));
+    for &c in ordered {
         if matches!(c, ChunkerName::Maxmin) && !a.hard_thr_sweep.is_empty() {
             variants.extend(a.hard_thr_sweep.iter().map(|&t| (c, Some(t))));
         } else {
             variants.push((c, None));
         }
     }
+    let mean_tokens = |results: &[Vec<seamcut::chunk::ChunkSpan>]| {
+        let n: usize = results.iter().map(Vec::len).sum();
+        results.iter().flatten().map(|c| c.tokens).sum::<usize>() as f64 / n.max(1) as f64
+    };
+    let mut target = None;
     for (name, thr) in variants {
         let mut rule = a.rule.clone();
         if let Some(t) = thr {
             rule.hard_thr = t.to_string();
         }
-        let c = build_chunker(name, &a.input.sizer, ChunkOptions::new(a.input.max_tokens), &a.model, &rule)?;
+        let mut cap = a.input.max_tokens;
+        if name.baseline().is_some() && a.match_size {
+            let target = target.ok_or_else(|| {
+                seamcut::Error::Config(
+                    "--match-size needs an embedding chunker (maxmin, minima, breakpoint)".into(),
+                )
+            })?;
+            cap = seamcut::eval::retrieval::cap_for_mean(target, 8, cap.max(8), |cap| {
+                build_chunker(name, &a.input.sizer, ChunkOptions::new(cap), &a.model, &rule)
+                    .map_or(f64::NAN, |c| mean_tokens(&c.chunk_batch(&texts)))
+            });
+        }
+        let c = build_chunker(name, &a.input.sizer, ChunkOptions::new(cap), &a.model, &rule)?;
         let results = c.chunk_batch(&texts);
+        let mean = mean_tokens(&results);
+        if name.baseline().is_none() && target.is_none() {
+            target = Some(mean);
+        }
         let mut sum = [0.0f64; 5];
         for (d, chunks) in docs.iter().zip(&results) {
             let starts: Vec<usize> = chunks.iter().map(|s| s.start).collect();
@@ -1094,7 +1131,7 @@ fn eval_topics(a: &TopicsArgs) -> seamcut::Result<()> {
         let n = docs.len() as f64;
         let label = thr.map_or_else(|| c.name().to_string(), |t| format!("{} hard_thr={t}", c.name()));
         println!(
-            "| {label} | {:.1} | {:.3} | {:.3} | {:.3} | {:.3} |",
+            "| {label} | {cap} | {:.1} | {mean:.1} | {:.3} | {:.3} | {:.3} | {:.3} |",
             sum[0] / n,
             sum[1] / n,
             sum[2] / n,

@@ -58,9 +58,11 @@ proptest! {
         let text = words.join(" ");
         for (k, rule) in rules().into_iter().enumerate() {
             let mut c = chunker(rule, ChunkOptions::new(cap).with_min_tokens(min.min(cap)));
-            if k % 2 == 1 {
-                c = c.with_splitter(seamcut::chunkers::semantic::Splitter::Delimiters { min_bytes: 24 });
-            }
+            c = c.with_splitter(match k % 3 {
+                0 => seamcut::chunkers::semantic::Splitter::Segmenter,
+                1 => seamcut::chunkers::semantic::Splitter::Delimiters { min_bytes: 24 },
+                _ => seamcut::chunkers::semantic::Splitter::Paragraphs,
+            });
             let chunks = c.chunk(&text);
             if let Err(e) = verify(&text, &chunks, false) {
                 return Err(TestCaseError::fail(format!("{rule:?}: {e}")));

@@ -24,7 +24,7 @@ fn pk(dir: &std::path::Path) -> std::collections::HashMap<String, f64> {
     let out = Command::new(env!("CARGO_BIN_EXE_seamcut"))
         .args(["eval", "topics"])
         .arg(dir)
-        .args(["--chunker", "maxmin", "--chunker", "fixed", "--docs", "40"])
+        .args(["--chunker", "maxmin", "--chunker", "fixed", "--match-size", "--docs", "40"])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -35,7 +35,7 @@ fn pk(dir: &std::path::Path) -> std::collections::HashMap<String, f64> {
         .filter(|l| l.starts_with("| ") && !l.starts_with("| chunker"))
         .map(|l| {
             let cells: Vec<&str> = l.split('|').map(str::trim).collect();
-            (cells[1].to_string(), cells[3].parse().unwrap())
+            (cells[1].to_string(), cells[5].parse().unwrap())
         })
         .collect()
 }

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use super::pack::fill_sentence_counts;
-use super::units::{sentence_units, spans_to_units, Units};
+use super::units::{paragraph_units, sentence_units, spans_to_units, Units};
 use super::{ChunkOptions, Chunker};
 use crate::chunk::ChunkSpan;
 use crate::device::Compute;
@@ -60,6 +60,9 @@ pub enum Splitter {
     Segmenter,
     /// chonkie's delimiter splitter, merging segments under `min_bytes` (chonkie: 24).
     Delimiters { min_bytes: usize },
+    /// Whole paragraphs (blank-line separated) as the units; a paragraph over the cap or the
+    /// model's window falls back to its sentences.
+    Paragraphs,
 }
 
 /// The longest chunk, in sentences, Max–Min may grow (the band's width).
@@ -192,6 +195,9 @@ impl SemanticChunker {
         match self.splitter {
             Splitter::Segmenter => {
                 sentence_units(text, &self.segmenter, self.sizer.as_ref(), cap.min(window))
+            }
+            Splitter::Paragraphs => {
+                paragraph_units(text, &self.segmenter, self.sizer.as_ref(), cap.min(window))
             }
             Splitter::Delimiters { min_bytes } => {
                 let cover = delimiters::split(text, &delimiters::CHONKIE_DELIMITERS, min_bytes);

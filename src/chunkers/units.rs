@@ -49,6 +49,35 @@ pub fn sentence_units(text: &str, segmenter: &Segmenter, sizer: &dyn Sizer, cap:
     units
 }
 
+/// Paragraphs of `text` as size-capped covering units: a paragraph within `cap` tokens is
+/// one unit, a longer one becomes its sentences (and any sentence still over the cap is cut
+/// at token boundaries). For rules that should group the author's paragraphs rather than
+/// single sentences.
+#[must_use]
+pub fn paragraph_units(text: &str, segmenter: &Segmenter, sizer: &dyn Sizer, cap: usize) -> Units {
+    let paragraphs = segmenter.paragraphs(text);
+    let limit = cap.saturating_mul(BYTES_PER_TOKEN_BOUND);
+    let texts: Vec<&str> =
+        paragraphs.iter().map(|p| if p.len() > limit { "" } else { p.text(text) }).collect();
+    let counts = sizer.count_many(&texts);
+    let mut spans = Vec::with_capacity(paragraphs.len());
+    let mut sentence_starts = Vec::new();
+    let mut sentences = Vec::new();
+    for (p, &n) in paragraphs.iter().zip(&counts) {
+        sentences.clear();
+        segmenter.sentences_in_paragraph(text, *p, &mut sentences);
+        sentence_starts.extend(sentences.iter().map(|s| s.start));
+        if p.len() <= limit && n <= cap {
+            spans.push(*p);
+        } else {
+            spans.extend_from_slice(&sentences);
+        }
+    }
+    let mut units = spans_to_units(text, &covering(&spans, text.len()), sizer, cap);
+    units.sentence_starts = sentence_starts;
+    units
+}
+
 /// Count covering spans and cut those over `cap`.
 #[must_use]
 pub fn spans_to_units(text: &str, cover: &[Span], sizer: &dyn Sizer, cap: usize) -> Units {
@@ -75,4 +104,36 @@ pub fn spans_to_units(text: &str, cover: &[Span], sizer: &dyn Sizer, cap: usize)
         }
     }
     units
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sizer::WordSizer;
+
+    #[test]
+    fn paragraph_units_keep_paragraphs_whole_unless_over_the_cap() {
+        let text =
+            "Short one. Two.\n\nA longer paragraph with many words here. It goes on and on. And on.\n\nEnd.";
+        let seg = Segmenter::default();
+        let u = paragraph_units(text, &seg, &WordSizer, 8);
+        let pieces: Vec<&str> = u.spans.iter().map(|s| s.text(text).trim_end()).collect();
+        assert_eq!(
+            pieces,
+            vec![
+                "Short one. Two.",
+                "A longer paragraph with many words here.",
+                "It goes on and on.",
+                "And on.",
+                "End."
+            ]
+        );
+        assert_eq!(u.tokens, vec![3, 7, 5, 2, 1]);
+        // The same sentences as sentence units see, and the units tile the text.
+        assert_eq!(u.sentence_starts, sentence_units(text, &seg, &WordSizer, 8).sentence_starts);
+        assert_eq!(u.spans[0].start, 0);
+        assert_eq!(u.spans.last().unwrap().end, text.len());
+        assert!(u.spans.windows(2).all(|w| w[0].end == w[1].start));
+        assert!(u.tokens.iter().all(|&t| t <= 8));
+    }
 }
