@@ -136,6 +136,9 @@ struct PlotArgs {
     png_scale: f32,
     #[arg(long, default_value_t = 512)]
     max_tokens: usize,
+    /// Minimum chunk size (`auto`: as `seamcut chunk`).
+    #[arg(long, default_value = "auto", value_parser = parse_min_tokens)]
+    min_tokens: MinTokens,
     #[arg(long, default_value = "default")]
     sizer: String,
     #[command(flatten)]
@@ -166,6 +169,9 @@ struct TopicsArgs {
     /// that of the first embedding chunker listed.
     #[arg(long)]
     match_size: bool,
+    /// Minimum chunk size (`auto`: as `seamcut chunk`).
+    #[arg(long, default_value = "auto", value_parser = parse_min_tokens)]
+    min_tokens: MinTokens,
     #[command(flatten)]
     model: ModelArgs,
     #[command(flatten)]
@@ -193,9 +199,9 @@ struct RetrievalArgs {
     /// Token cap for --chunker.
     #[arg(long, default_value_t = 512)]
     max_tokens: usize,
-    /// Minimum chunk size for --chunker.
-    #[arg(long, default_value_t = 0)]
-    min_tokens: usize,
+    /// Minimum chunk size for --chunker (`auto`: as `seamcut chunk`).
+    #[arg(long, default_value = "auto", value_parser = parse_min_tokens)]
+    min_tokens: MinTokens,
     /// Give each baseline chunker (fixed, recursive, sentence, paragraph) the cap at which
     /// its mean chunk size comes closest to that of the first embedding chunker listed, so
     /// that they are compared at the same mean chunk size.
@@ -212,7 +218,8 @@ struct RetrievalArgs {
     chunker_model: String,
     #[command(flatten)]
     rule: RuleArgs,
-    /// One JSON object per chunker instead of a table.
+    /// One JSON object per chunker instead of a table (with each question's hit rank, null
+    /// for a miss, for paired comparisons).
     #[arg(long)]
     json: bool,
 }
@@ -363,9 +370,10 @@ struct ChunkArgs {
     model: ModelArgs,
     #[command(flatten)]
     rule: RuleArgs,
-    /// Merge chunks smaller than this into a neighbour when the cap allows.
-    #[arg(long, default_value_t = 0)]
-    min_tokens: usize,
+    /// Merge chunks smaller than this into a neighbour when the cap allows; `auto`: a
+    /// quarter of --max-tokens for the embedding chunkers, 0 for the baselines.
+    #[arg(long, default_value = "auto", value_parser = parse_min_tokens)]
+    min_tokens: MinTokens,
     /// Tokens shared by consecutive chunks (fixed chunker only).
     #[arg(long, default_value_t = 0)]
     overlap: usize,
@@ -408,7 +416,7 @@ struct RuleArgs {
     /// The units the rules group: sentences from seamcut's segmenter, sentences from
     /// chonkie's delimiter splitter (". ", "! ", "? ", newline; for parity with chonkie), or
     /// whole paragraphs (sentences where a paragraph is over the cap).
-    #[arg(long, value_enum, default_value_t = SplitterName::Segmenter)]
+    #[arg(long, value_enum, default_value_t = SplitterName::Paragraphs)]
     splitter: SplitterName,
     /// With --splitter delimiters: merge segments shorter than this many bytes (chonkie: 24).
     #[arg(long, default_value_t = 24)]
@@ -623,6 +631,36 @@ impl InputArgs {
     }
 }
 
+/// `--min-tokens`: a number, or `auto`.
+#[derive(Clone, Copy, Debug)]
+enum MinTokens {
+    Auto,
+    Fixed(usize),
+}
+
+fn parse_min_tokens(s: &str) -> Result<MinTokens, String> {
+    if s == "auto" {
+        Ok(MinTokens::Auto)
+    } else {
+        s.parse().map(MinTokens::Fixed).map_err(|_| format!("expected a number or auto, got {s:?}"))
+    }
+}
+
+impl MinTokens {
+    /// The minimum for `chunker` under `max_tokens`. `auto` gives the embedding chunkers a
+    /// quarter of the cap: their rules leave one-sentence chunks (headings, asides) that
+    /// rank well on a word or two and crowd out the real answer, and on the retrieval
+    /// benchmark merging them raised DCG@10 by 3–9 points (benches/RESULTS.md). Baselines
+    /// keep what their packing gives (0).
+    fn resolve(self, chunker: ChunkerName, max_tokens: usize) -> usize {
+        match self {
+            Self::Fixed(n) => n,
+            Self::Auto if chunker.baseline().is_none() => max_tokens / 4,
+            Self::Auto => 0,
+        }
+    }
+}
+
 /// Build a chunker by name: baselines from the sizer, embedding chunkers from the model.
 fn build_chunker(
     name: ChunkerName,
@@ -663,8 +701,9 @@ fn build_chunker(
 fn run(cli: Cli) -> seamcut::Result<()> {
     match cli.command {
         Command::Chunk(a) => {
-            let opts =
-                ChunkOptions::new(a.input.max_tokens).with_min_tokens(a.min_tokens).with_overlap(a.overlap);
+            let opts = ChunkOptions::new(a.input.max_tokens)
+                .with_min_tokens(a.min_tokens.resolve(a.chunker, a.input.max_tokens))
+                .with_overlap(a.overlap);
             let chunker = build_chunker(a.chunker, &a.input.sizer, opts, &a.model, &a.rule)?;
             let mut w = a.input.writer()?;
             let stats =
@@ -922,7 +961,7 @@ fn eval_retrieval(a: &RetrievalArgs) -> seamcut::Result<()> {
                      cap: usize,
                      rule: &RuleArgs|
      -> seamcut::Result<(String, Vec<Vec<String>>)> {
-        let opts = ChunkOptions::new(cap).with_min_tokens(a.min_tokens);
+        let opts = ChunkOptions::new(cap).with_min_tokens(a.min_tokens.resolve(name, cap));
         let c = build_chunker(name, &a.sizer, opts, &model, rule)?;
         let texts =
             docs.iter().map(|d| c.chunk(d).iter().map(|s| d[s.start..s.end].to_string()).collect()).collect();
@@ -983,7 +1022,7 @@ fn eval_retrieval(a: &RetrievalArgs) -> seamcut::Result<()> {
             texts.into_iter().zip(&questions).map(|(chunks, q)| Case { chunks, questions: q }).collect();
         let r = evaluate(retriever.as_ref(), &cases, sizer.as_ref())?;
         if a.json {
-            let mut o = serde_json::json!({"chunker": name, "cap": cap, "chunks": r.chunks, "mean_tokens": r.mean_tokens, "questions": r.questions});
+            let mut o = serde_json::json!({"chunker": name, "cap": cap, "chunks": r.chunks, "mean_tokens": r.mean_tokens, "questions": r.questions, "ranks": r.ranks});
             for (k, d, rec) in &r.scores {
                 o[format!("DCG@{k}")] = serde_json::json!(d);
                 o[format!("R@{k}")] = serde_json::json!(rec);
@@ -1030,7 +1069,8 @@ fn plot(a: &PlotArgs) -> seamcut::Result<()> {
         (0..texts.len()).map(|i| if i == 0 { 0.0 } else { f64::from(band.sim(i, i - 1)) }).collect();
     let mut cuts = Vec::new();
     for &name in &a.chunker {
-        let c = build_chunker(name, &a.sizer, ChunkOptions::new(a.max_tokens), &a.model, &a.rule)?;
+        let opts = ChunkOptions::new(a.max_tokens).with_min_tokens(a.min_tokens.resolve(name, a.max_tokens));
+        let c = build_chunker(name, &a.sizer, opts, &a.model, &a.rule)?;
         let chunk_starts: Vec<usize> = c.chunk(&text).iter().map(|s| s.start).collect();
         let units = seamcut::eval::segmentation::unit_starts_of(&chunk_starts, &starts);
         cuts.push(seamcut::plot::Cuts { name: c.name().to_string(), starts: units });
@@ -1109,11 +1149,13 @@ fn eval_topics(a: &TopicsArgs) -> seamcut::Result<()> {
                 )
             })?;
             cap = seamcut::eval::retrieval::cap_for_mean(target, 8, cap.max(8), |cap| {
-                build_chunker(name, &a.input.sizer, ChunkOptions::new(cap), &a.model, &rule)
+                let opts = ChunkOptions::new(cap).with_min_tokens(a.min_tokens.resolve(name, cap));
+                build_chunker(name, &a.input.sizer, opts, &a.model, &rule)
                     .map_or(f64::NAN, |c| mean_tokens(&c.chunk_batch(&texts)))
             });
         }
-        let c = build_chunker(name, &a.input.sizer, ChunkOptions::new(cap), &a.model, &rule)?;
+        let opts = ChunkOptions::new(cap).with_min_tokens(a.min_tokens.resolve(name, cap));
+        let c = build_chunker(name, &a.input.sizer, opts, &a.model, &rule)?;
         let results = c.chunk_batch(&texts);
         let mean = mean_tokens(&results);
         if name.baseline().is_none() && target.is_none() {

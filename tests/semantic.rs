@@ -85,7 +85,8 @@ fn maxmin_without_cap_is_the_reference_rule_on_segment_sentences() {
     let band = Band::from_vectors(&emb.data, emb.dim, n);
     for p in [MaxMinParams::default(), MaxMinParams { hard_thr: 0.75, ..MaxMinParams::default() }] {
         let want = maxmin(&band, &vec![0; n], &p);
-        let c = chunker(Rule::MaxMin(p), ChunkOptions::new(0));
+        let c = chunker(Rule::MaxMin(p), ChunkOptions::new(0))
+            .with_splitter(seamcut::chunkers::semantic::Splitter::Segmenter);
         let chunks = c.chunk(&text);
         let got: Vec<usize> = chunks
             .iter()
@@ -98,6 +99,26 @@ fn maxmin_without_cap_is_the_reference_rule_on_segment_sentences() {
             .collect();
         assert_eq!(got, want, "{p:?}");
         assert!(want.len() > 1 && want.len() < n, "the rule should make some cuts, not all: {want:?}");
+    }
+}
+
+#[test]
+fn paragraph_units_never_cut_a_paragraph_that_fits() {
+    let text = PROSE.repeat(4);
+    let paragraphs = seamcut::segment::Segmenter::default().paragraphs(&text);
+    for rule in rules() {
+        // The default splitter: whole paragraphs (each well under 100 tokens; the cap forces
+        // cuts, which must fall between paragraphs).
+        let chunks = chunker(rule, ChunkOptions::new(100)).chunk(&text);
+        verify(&text, &chunks, false).unwrap();
+        for ch in &chunks[1..] {
+            assert!(
+                paragraphs.iter().any(|p| p.start == ch.start),
+                "{rule:?}: a chunk starts inside a paragraph at byte {}",
+                ch.start
+            );
+        }
+        assert!(chunks.len() > 1, "{rule:?}: some cuts between paragraphs");
     }
 }
 
