@@ -134,7 +134,7 @@ struct PlotArgs {
     /// PNG pixels per SVG unit (the SVG is 1200 wide).
     #[arg(long, default_value_t = 1.5)]
     png_scale: f32,
-    #[arg(long, default_value_t = 512)]
+    #[arg(long, default_value_t = DEFAULT_MAX_TOKENS)]
     max_tokens: usize,
     /// Minimum chunk size (`auto`: as `seamcut chunk`).
     #[arg(long, default_value = "auto", value_parser = parse_min_tokens)]
@@ -197,7 +197,7 @@ struct RetrievalArgs {
     #[arg(long)]
     document: Vec<PathBuf>,
     /// Token cap for --chunker.
-    #[arg(long, default_value_t = 512)]
+    #[arg(long, default_value_t = DEFAULT_MAX_TOKENS)]
     max_tokens: usize,
     /// Minimum chunk size for --chunker (`auto`: as `seamcut chunk`).
     #[arg(long, default_value = "auto", value_parser = parse_min_tokens)]
@@ -346,7 +346,7 @@ struct InputArgs {
     #[arg(long, default_value = "default")]
     sizer: String,
     /// Hard cap on tokens per chunk (and per sentence); 0 means no cap.
-    #[arg(long, default_value_t = 512)]
+    #[arg(long, default_value_t = DEFAULT_MAX_TOKENS)]
     max_tokens: usize,
     /// Write here instead of stdout.
     #[arg(short, long)]
@@ -630,6 +630,12 @@ impl InputArgs {
         }
     }
 }
+
+/// The default `--max-tokens`: the window of common retrievers (all-MiniLM-L6-v2 reads 256
+/// word pieces; longer chunks are cut when they are embedded, so their tails cannot be
+/// found). On the retrieval benchmark a 512 cap left chunks past the retriever's window and
+/// every chunker lost DCG (benches/RESULTS.md).
+const DEFAULT_MAX_TOKENS: usize = 256;
 
 /// `--min-tokens`: a number, or `auto`.
 #[derive(Clone, Copy, Debug)]
