@@ -633,8 +633,8 @@ impl InputArgs {
 
 /// The default `--max-tokens`: the window of common retrievers (all-MiniLM-L6-v2 reads 256
 /// word pieces; longer chunks are cut when they are embedded, so their tails cannot be
-/// found). On the retrieval benchmark a 512 cap left chunks past the retriever's window and
-/// every chunker lost DCG (benches/RESULTS.md).
+/// found). On the retrieval benchmark Max–Min and recursive splitting both scored lower at
+/// a 512 cap than at 256 (benches/RESULTS.md).
 const DEFAULT_MAX_TOKENS: usize = 256;
 
 /// `--min-tokens`: a number, or `auto`.
@@ -655,9 +655,9 @@ fn parse_min_tokens(s: &str) -> Result<MinTokens, String> {
 impl MinTokens {
     /// The minimum for `chunker` under `max_tokens`. `auto` gives the embedding chunkers a
     /// quarter of the cap: their rules leave one-sentence chunks (headings, asides) that
-    /// rank well on a word or two and crowd out the real answer, and on the retrieval
-    /// benchmark merging them raised DCG@10 by 3–9 points (benches/RESULTS.md). Baselines
-    /// keep what their packing gives (0).
+    /// rank well on a word or two and crowd out the real answer; on the retrieval benchmark
+    /// Max–Min without a minimum stayed well below size-matched recursive splitting
+    /// (benches/RESULTS.md). Baselines keep what their packing gives (0).
     fn resolve(self, chunker: ChunkerName, max_tokens: usize) -> usize {
         match self {
             Self::Fixed(n) => n,
@@ -895,7 +895,9 @@ fn main() -> ExitCode {
     }
 }
 
-fn read_jsonl(path: &PathBuf) -> seamcut::Result<Vec<serde_json::Value>> {
+/// Read a JSONL file of `T` records, naming the file and its line on a bad record; blank
+/// lines are skipped.
+fn read_jsonl<T: serde::de::DeserializeOwned>(path: &PathBuf, what: &str) -> seamcut::Result<Vec<T>> {
     let text =
         std::fs::read_to_string(path).map_err(|e| seamcut::Error::Io { path: path.clone(), source: e })?;
     text.lines()
@@ -905,30 +907,62 @@ fn read_jsonl(path: &PathBuf) -> seamcut::Result<Vec<serde_json::Value>> {
             serde_json::from_str(l).map_err(|e| seamcut::Error::Record {
                 path: path.display().to_string(),
                 line: i + 1,
-                message: format!("invalid JSON: {e}"),
+                message: format!("{what}: {e}"),
             })
         })
         .collect()
 }
 
+/// The runs of an eval command, in order: embedding chunkers first (Max–Min once per swept
+/// `hard_thr`), then baselines, so that `--match-size` knows its target when a baseline runs.
+fn eval_runs(chunkers: &[ChunkerName], sweep: &[f64]) -> Vec<(ChunkerName, Option<f64>)> {
+    let embedding = chunkers.iter().filter(|c| c.baseline().is_none());
+    let baselines = chunkers.iter().filter(|c| c.baseline().is_some());
+    let mut runs = Vec::new();
+    for &c in embedding.chain(baselines) {
+        if matches!(c, ChunkerName::Maxmin) && !sweep.is_empty() {
+            runs.extend(sweep.iter().map(|&t| (c, Some(t))));
+        } else {
+            runs.push((c, None));
+        }
+    }
+    runs
+}
+
+/// The rule flags, with `hard_thr` replaced by a swept value.
+fn with_hard_thr(rule: &RuleArgs, thr: Option<f64>) -> RuleArgs {
+    let mut rule = rule.clone();
+    if let Some(t) = thr {
+        rule.hard_thr = t.to_string();
+    }
+    rule
+}
+
+/// The cap a run gets: `max_tokens`, or, for a baseline under `--match-size`, the cap at
+/// which its mean chunk size (`mean_at`) comes closest to `target`, the first embedding
+/// chunker's.
+fn run_cap(
+    name: ChunkerName,
+    match_size: bool,
+    target: Option<f64>,
+    max_tokens: usize,
+    mean_at: impl FnMut(usize) -> f64,
+) -> seamcut::Result<usize> {
+    if name.baseline().is_none() || !match_size {
+        return Ok(max_tokens);
+    }
+    let target = target.ok_or_else(|| {
+        seamcut::Error::Config("--match-size needs an embedding chunker (maxmin, minima, breakpoint)".into())
+    })?;
+    Ok(seamcut::eval::retrieval::cap_for_mean(target, 8, max_tokens.max(8), mean_at))
+}
+
 fn eval_retrieval(a: &RetrievalArgs) -> seamcut::Result<()> {
-    use seamcut::eval::retrieval::{cap_for_mean, evaluate, Case, Question, KS};
+    use seamcut::eval::retrieval::{evaluate, Case, Question, KS};
     let questions: Vec<Vec<Question>> = a
         .questions
         .iter()
-        .map(|p| {
-            read_jsonl(p)?
-                .into_iter()
-                .enumerate()
-                .map(|(i, v)| {
-                    serde_json::from_value(v).map_err(|e| seamcut::Error::Record {
-                        path: p.display().to_string(),
-                        line: i + 1,
-                        message: format!("a question needs \"question\" and \"must_contain\": {e}"),
-                    })
-                })
-                .collect()
-        })
+        .map(|p| read_jsonl(p, "a question needs \"question\" and \"must_contain\""))
         .collect::<seamcut::Result<_>>()?;
     let pairs = if a.chunks.is_some() { 1 } else { a.document.len() };
     if questions.len() != pairs {
@@ -944,17 +978,12 @@ fn eval_retrieval(a: &RetrievalArgs) -> seamcut::Result<()> {
     // (label, cap, chunk texts per document)
     let mut sets: Vec<(String, Option<usize>, Vec<Vec<String>>)> = Vec::new();
     if let Some(p) = &a.chunks {
-        let texts = read_jsonl(p)?
-            .iter()
-            .enumerate()
-            .map(|(i, r)| {
-                r["text"].as_str().map(str::to_string).ok_or_else(|| seamcut::Error::Record {
-                    path: p.display().to_string(),
-                    line: i + 1,
-                    message: "no string field \"text\"".into(),
-                })
-            })
-            .collect::<seamcut::Result<_>>()?;
+        #[derive(serde::Deserialize)]
+        struct ChunkText {
+            text: String,
+        }
+        let records: Vec<ChunkText> = read_jsonl(p, "a chunk needs a string \"text\"")?;
+        let texts = records.into_iter().map(|r| r.text).collect();
         sets.push((p.display().to_string(), None, vec![texts]));
     }
     let docs: Vec<String> = a
@@ -977,42 +1006,21 @@ fn eval_retrieval(a: &RetrievalArgs) -> seamcut::Result<()> {
         let n: usize = texts.iter().map(Vec::len).sum();
         texts.iter().flatten().map(|t| sizer.count(t)).sum::<usize>() as f64 / n.max(1) as f64
     };
-    // Embedding chunkers first, so that --match-size knows its target.
-    let mut order: Vec<ChunkerName> = a.chunker.iter().copied().filter(|c| c.baseline().is_none()).collect();
-    order.extend(a.chunker.iter().copied().filter(|c| c.baseline().is_some()));
     let mut target = None;
-    for name in order {
-        if name.baseline().is_some() && a.match_size {
-            let target = target.ok_or_else(|| {
-                seamcut::Error::Config(
-                    "--match-size needs an embedding chunker (maxmin, minima, breakpoint)".into(),
-                )
-            })?;
-            let cap = cap_for_mean(target, 8, a.max_tokens.max(8), |cap| {
-                chunk_all(name, cap, &a.rule).map_or(f64::NAN, |(_, t)| mean(&t))
-            });
-            let (label, texts) = chunk_all(name, cap, &a.rule)?;
-            sets.push((label, Some(cap), texts));
-            continue;
+    for (name, thr) in eval_runs(&a.chunker, &a.hard_thr_sweep) {
+        let rule = with_hard_thr(&a.rule, thr);
+        let cap = run_cap(name, a.match_size, target, a.max_tokens, |cap| {
+            chunk_all(name, cap, &rule).map_or(f64::NAN, |(_, t)| mean(&t))
+        })?;
+        let (label, texts) = chunk_all(name, cap, &rule)?;
+        if name.baseline().is_none() && target.is_none() {
+            target = Some(mean(&texts));
         }
-        let thresholds: Vec<Option<f64>> =
-            if matches!(name, ChunkerName::Maxmin) && !a.hard_thr_sweep.is_empty() {
-                a.hard_thr_sweep.iter().map(|&t| Some(t)).collect()
-            } else {
-                vec![None]
-            };
-        for thr in thresholds {
-            let mut rule = a.rule.clone();
-            if let Some(t) = thr {
-                rule.hard_thr = t.to_string();
-            }
-            let (label, texts) = chunk_all(name, a.max_tokens, &rule)?;
-            if name.baseline().is_none() && target.is_none() {
-                target = Some(mean(&texts));
-            }
-            let label = thr.map_or(label.clone(), |t| format!("{label} hard_thr={t}"));
-            sets.push((label, Some(a.max_tokens), texts));
-        }
+        let label = match thr {
+            Some(t) => format!("{label} hard_thr={t}"),
+            None => label,
+        };
+        sets.push((label, Some(cap), texts));
     }
     if sets.is_empty() {
         return Err(seamcut::Error::Config("give --chunks, or --document with --chunker".into()));
@@ -1123,46 +1131,22 @@ fn eval_topics(a: &TopicsArgs) -> seamcut::Result<()> {
     );
     println!("| chunker | cap | chunks/doc | mean tokens | Pk | WindowDiff | F1 (±1) | AMI |");
     println!("|---|---|---|---|---|---|---|---|");
-    // Embedding chunkers first, so that --match-size knows its target.
-    let mut variants: Vec<(ChunkerName, Option<f64>)> = Vec::new();
-    let ordered = a
-        .chunker
-        .iter()
-        .filter(|c| c.baseline().is_none())
-        .chain(a.chunker.iter().filter(|c| c.baseline().is_some()));
-    for &c in ordered {
-        if matches!(c, ChunkerName::Maxmin) && !a.hard_thr_sweep.is_empty() {
-            variants.extend(a.hard_thr_sweep.iter().map(|&t| (c, Some(t))));
-        } else {
-            variants.push((c, None));
-        }
-    }
     let mean_tokens = |results: &[Vec<seamcut::chunk::ChunkSpan>]| {
         let n: usize = results.iter().map(Vec::len).sum();
         results.iter().flatten().map(|c| c.tokens).sum::<usize>() as f64 / n.max(1) as f64
     };
-    let mut target = None;
-    for (name, thr) in variants {
-        let mut rule = a.rule.clone();
-        if let Some(t) = thr {
-            rule.hard_thr = t.to_string();
-        }
-        let mut cap = a.input.max_tokens;
-        if name.baseline().is_some() && a.match_size {
-            let target = target.ok_or_else(|| {
-                seamcut::Error::Config(
-                    "--match-size needs an embedding chunker (maxmin, minima, breakpoint)".into(),
-                )
-            })?;
-            cap = seamcut::eval::retrieval::cap_for_mean(target, 8, cap.max(8), |cap| {
-                let opts = ChunkOptions::new(cap).with_min_tokens(a.min_tokens.resolve(name, cap));
-                build_chunker(name, &a.input.sizer, opts, &a.model, &rule)
-                    .map_or(f64::NAN, |c| mean_tokens(&c.chunk_batch(&texts)))
-            });
-        }
+    let chunk_all = |name: ChunkerName, cap: usize, rule: &RuleArgs| {
         let opts = ChunkOptions::new(cap).with_min_tokens(a.min_tokens.resolve(name, cap));
-        let c = build_chunker(name, &a.input.sizer, opts, &a.model, &rule)?;
-        let results = c.chunk_batch(&texts);
+        build_chunker(name, &a.input.sizer, opts, &a.model, rule)
+            .map(|c| (c.name().to_string(), c.chunk_batch(&texts)))
+    };
+    let mut target = None;
+    for (name, thr) in eval_runs(&a.chunker, &a.hard_thr_sweep) {
+        let rule = with_hard_thr(&a.rule, thr);
+        let cap = run_cap(name, a.match_size, target, a.input.max_tokens, |cap| {
+            chunk_all(name, cap, &rule).map_or(f64::NAN, |(_, r)| mean_tokens(&r))
+        })?;
+        let (label, results) = chunk_all(name, cap, &rule)?;
         let mean = mean_tokens(&results);
         if name.baseline().is_none() && target.is_none() {
             target = Some(mean);
@@ -1177,7 +1161,10 @@ fn eval_topics(a: &TopicsArgs) -> seamcut::Result<()> {
             }
         }
         let n = docs.len() as f64;
-        let label = thr.map_or_else(|| c.name().to_string(), |t| format!("{} hard_thr={t}", c.name()));
+        let label = match thr {
+            Some(t) => format!("{label} hard_thr={t}"),
+            None => label,
+        };
         println!(
             "| {label} | {cap} | {:.1} | {mean:.1} | {:.3} | {:.3} | {:.3} | {:.3} |",
             sum[0] / n,

@@ -62,8 +62,8 @@ pub enum Splitter {
     /// Whole paragraphs (blank-line separated) as the units; a paragraph over the cap or the
     /// model's window falls back to its sentences. The default: the rules then group the
     /// author's paragraphs and never cut one that fits, which on the retrieval benchmark
-    /// turned Max–Min from 1–9 DCG@10 points below size-matched recursive splitting to
-    /// 1–2 points above it (benches/RESULTS.md). Text without blank lines, or whose
+    /// turned Max–Min from 2–9 DCG@10 points below size-matched recursive splitting to
+    /// 0.5–5 points above it (benches/RESULTS.md). Text without blank lines, or whose
     /// paragraphs are over the cap, gets sentence units as before.
     #[default]
     Paragraphs,

@@ -102,7 +102,7 @@ pub fn size(
         }
     }
     let mut starts = Vec::with_capacity(alive);
-    let mut k = if m > 0 { 0 } else { m };
+    let mut k = 0;
     while k < m {
         starts.push(out[k]);
         k = next[k];
