@@ -1,44 +1,70 @@
-//! Reading documents: files, directories (walked), standard input, and JSONL corpora.
+//! Reading documents: files, directories (walked), standard input, JSONL and Parquet
+//! corpora, plain or compressed with gzip (`.gz`) or zstd (`.zst`).
 //!
-//! [`Documents`] is a streaming iterator: it holds one file (or one JSONL line) at a time,
-//! so a corpus of any size is read in memory bounded by its largest document.
+//! [`Documents`] is a streaming iterator: it holds one file, one JSONL line or one Parquet
+//! record batch at a time, so a corpus of any size is read in memory bounded by its largest
+//! document.
 //!
-//! Bad input is reported, never dropped silently: invalid UTF-8 is an error naming the
-//! file and byte offset (or replaced by U+FFFD with `lossy`); a binary file met while
-//! walking a directory is skipped and counted in [`ReadStats::skipped_binary`], while a
-//! binary file named explicitly is an error; a JSONL line that is not an object with a
-//! string text field is an error naming the file and line.
+//! Bad input is reported, never dropped silently. Problems with one document inside a
+//! corpus (a bad JSONL line or Parquet row, a binary, undecodable or unreadable file met in
+//! a directory walk) come as errors for which [`Error::is_per_document`] is true, and the
+//! iterator goes on with the next document: a corpus job then skips and lists them, or stops
+//! (`--on-error`). Problems with an input named explicitly (a missing file, a binary or
+//! invalid UTF-8 file given by name) end that input and are fatal. With `lossy`, invalid
+//! UTF-8 is replaced by U+FFFD instead.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
+use arrow_array::{Array, RecordBatch};
+use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+
 use crate::{Error, Result};
 
-/// One document: an id and its UTF-8 text. Every span seamcut produces is a byte range of
-/// `text`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One document: an id, its UTF-8 text, and the metadata fields carried from its record
+/// (in the order of [`ReadOptions::meta_fields`]; `null` where a record lacks one). Every
+/// span seamcut produces is a byte range of `text`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Document {
     pub id: String,
     pub text: String,
+    pub meta: Vec<serde_json::Value>,
+}
+
+impl Document {
+    #[must_use]
+    pub fn new(id: impl Into<String>, text: impl Into<String>) -> Self {
+        Self { id: id.into(), text: text.into(), meta: Vec::new() }
+    }
 }
 
 /// How input files are read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum InputFormat {
-    /// A whole file is one document; its id is the path.
+    /// By extension (after any `.gz`/`.zst`): `.jsonl`/`.ndjson` as JSONL, `.parquet` as
+    /// Parquet, anything else (and stdin) as text. Directory walks take text (`.txt`, `.md`,
+    /// `.markdown`, `.text`), JSONL and Parquet files.
     #[default]
+    Auto,
+    /// A whole file is one document; its id is the path.
     Text,
     /// One JSON object per line, with an id field and a text field.
     Jsonl,
+    /// A Parquet file with an id column and a text column.
+    Parquet,
 }
 
 /// Options for reading a corpus.
 #[derive(Debug, Clone)]
 pub struct ReadOptions {
     pub format: InputFormat,
+    /// JSONL field / Parquet column with the document id (missing: `FILE:LINE` or `FILE:ROW`).
     pub id_field: String,
+    /// JSONL field / Parquet column with the text.
     pub text_field: String,
+    /// Fields (columns) carried from each record into its chunks.
+    pub meta_fields: Vec<String>,
     /// Replace invalid UTF-8 with U+FFFD instead of failing. Offsets then refer to the
     /// repaired text.
     pub lossy: bool,
@@ -46,7 +72,13 @@ pub struct ReadOptions {
 
 impl Default for ReadOptions {
     fn default() -> Self {
-        Self { format: InputFormat::Text, id_field: "id".into(), text_field: "text".into(), lossy: false }
+        Self {
+            format: InputFormat::Auto,
+            id_field: "id".into(),
+            text_field: "text".into(),
+            meta_fields: Vec::new(),
+            lossy: false,
+        }
     }
 }
 
@@ -55,11 +87,8 @@ impl Default for ReadOptions {
 pub struct ReadStats {
     pub files: usize,
     pub documents: usize,
+    /// Bytes of text read (decompressed).
     pub bytes: u64,
-    /// Binary files skipped during directory walks.
-    pub skipped_binary: usize,
-    /// Paths of the first skipped binary files (at most 10), for the warning.
-    pub skipped_examples: Vec<String>,
 }
 
 /// An input named on the command line.
@@ -80,23 +109,88 @@ impl Input {
     }
 }
 
-/// Files in directory walks: text formats only.
-fn wanted(path: &Path, format: InputFormat) -> bool {
-    let ext = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
-    match format {
-        InputFormat::Text => matches!(ext.as_deref(), Some("txt" | "md" | "markdown" | "text")),
-        InputFormat::Jsonl => matches!(ext.as_deref(), Some("jsonl" | "ndjson")),
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Compression {
+    None,
+    Gzip,
+    Zstd,
+}
+
+/// A file's compression and the extension under it, in lower case.
+fn classify(path: &Path) -> (Compression, Option<String>) {
+    let ext = |p: &Path| p.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
+    match ext(path).as_deref() {
+        Some("gz") => (Compression::Gzip, ext(&path.with_extension(""))),
+        Some("zst" | "zstd") => (Compression::Zstd, ext(&path.with_extension(""))),
+        e => (Compression::None, e.map(str::to_string)),
     }
+}
+
+/// The format a file is read in.
+fn format_of(path: &Path, asked: InputFormat) -> InputFormat {
+    if asked != InputFormat::Auto {
+        return asked;
+    }
+    match classify(path).1.as_deref() {
+        Some("jsonl" | "ndjson") => InputFormat::Jsonl,
+        Some("parquet") => InputFormat::Parquet,
+        _ => InputFormat::Text,
+    }
+}
+
+/// Files taken from directory walks.
+fn wanted(path: &Path, format: InputFormat) -> bool {
+    let text = |e: &str| matches!(e, "txt" | "md" | "markdown" | "text");
+    let jsonl = |e: &str| matches!(e, "jsonl" | "ndjson");
+    let Some(ext) = classify(path).1 else { return false };
+    match format {
+        InputFormat::Auto => text(&ext) || jsonl(&ext) || ext == "parquet",
+        InputFormat::Text => text(&ext),
+        InputFormat::Jsonl => jsonl(&ext),
+        InputFormat::Parquet => ext == "parquet",
+    }
+}
+
+/// The sum of the sizes of the files the inputs name or contain (compressed sizes as they
+/// are), for progress bars; `None` with stdin.
+#[must_use]
+pub fn total_bytes(inputs: &[Input], format: InputFormat) -> Option<u64> {
+    let mut total = 0;
+    for input in inputs {
+        let Input::Path(p) = input else { return None };
+        let meta = std::fs::metadata(p).ok()?;
+        if meta.is_dir() {
+            for e in walkdir::WalkDir::new(p).into_iter().filter_map(std::result::Result::ok) {
+                if e.file_type().is_file() && wanted(e.path(), format) {
+                    total += e.metadata().map_or(0, |m| m.len());
+                }
+            }
+        } else {
+            total += meta.len();
+        }
+    }
+    Some(total)
 }
 
 /// Bytes inspected for NUL when deciding whether a file is binary.
 const BINARY_SNIFF: usize = 8192;
 
+/// Rows per record batch read from Parquet inputs.
+const PARQUET_BATCH_ROWS: usize = 1024;
+
 enum Source {
     /// A file (or stdin) to read whole as one text document.
     Text { label: String, explicit: bool, path: Option<PathBuf> },
     /// A JSONL stream being read line by line.
-    Jsonl { label: String, reader: Box<dyn BufRead>, line: usize },
+    Jsonl { label: String, reader: Box<dyn BufRead + Send>, line: usize },
+    /// A Parquet file being read batch by batch.
+    Parquet {
+        label: String,
+        reader: ParquetRecordBatchReader,
+        batch: Option<RecordBatch>,
+        next: usize,
+        row: usize,
+    },
 }
 
 /// Streaming iterator over the documents of some inputs.
@@ -109,6 +203,18 @@ pub struct Documents {
     current: Option<Source>,
     stats: ReadStats,
     buf: Vec<u8>,
+}
+
+/// Open a file, decompressing by its extension.
+fn open_reader(path: &Path) -> Result<Box<dyn Read + Send>> {
+    let f = File::open(path).map_err(|e| Error::io(path, e))?;
+    Ok(match classify(path).0 {
+        Compression::None => Box::new(f),
+        Compression::Gzip => {
+            Box::new(flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 16, f)))
+        }
+        Compression::Zstd => Box::new(zstd::stream::read::Decoder::new(f).map_err(|e| Error::io(path, e))?),
+    })
 }
 
 impl Documents {
@@ -145,21 +251,23 @@ impl Documents {
     fn advance(&mut self) -> Result<bool> {
         loop {
             if let Some(path) = self.walked.pop() {
-                self.open_file(path, false)?;
-                return Ok(true);
+                return self.open_file(path, false).map(|()| true).map_err(|e| Error::InWalk(Box::new(e)));
             }
             let Some(input) = self.pending.pop() else { return Ok(false) };
             match input {
                 Input::Stdin => {
                     self.current = Some(match self.opts.format {
-                        InputFormat::Text => {
-                            Source::Text { label: "stdin".into(), explicit: true, path: None }
-                        }
                         InputFormat::Jsonl => Source::Jsonl {
                             label: "stdin".into(),
                             reader: Box::new(BufReader::with_capacity(1 << 20, std::io::stdin())),
                             line: 0,
                         },
+                        InputFormat::Parquet => {
+                            return Err(Error::Config(
+                                "Parquet cannot be read from stdin; name the file".into(),
+                            ))
+                        }
+                        _ => Source::Text { label: "stdin".into(), explicit: true, path: None },
                     });
                     return Ok(true);
                 }
@@ -190,45 +298,56 @@ impl Documents {
     fn open_file(&mut self, path: PathBuf, explicit: bool) -> Result<()> {
         let label = path.display().to_string();
         self.stats.files += 1;
-        self.current = Some(match self.opts.format {
-            InputFormat::Text => Source::Text { label, explicit, path: Some(path) },
-            InputFormat::Jsonl => {
+        self.current = Some(match format_of(&path, self.opts.format) {
+            InputFormat::Jsonl => Source::Jsonl {
+                label,
+                reader: Box::new(BufReader::with_capacity(1 << 20, open_reader(&path)?)),
+                line: 0,
+            },
+            InputFormat::Parquet => {
                 let f = File::open(&path).map_err(|e| Error::io(&path, e))?;
-                Source::Jsonl { label, reader: Box::new(BufReader::with_capacity(1 << 20, f)), line: 0 }
+                let bad = |e: parquet::errors::ParquetError| Error::Record {
+                    path: label.clone(),
+                    line: 0,
+                    message: format!("not a readable Parquet file: {e}"),
+                };
+                let builder = ParquetRecordBatchReaderBuilder::try_new(f).map_err(bad)?;
+                let schema = builder.parquet_schema();
+                let mut wanted_cols = vec![self.opts.text_field.as_str(), self.opts.id_field.as_str()];
+                wanted_cols.extend(self.opts.meta_fields.iter().map(String::as_str));
+                let columns: Vec<usize> = (0..schema.num_columns())
+                    .filter(|&i| {
+                        let c = schema.column(i);
+                        c.path().parts().len() == 1 && wanted_cols.contains(&c.name())
+                    })
+                    .collect();
+                let mask = parquet::arrow::ProjectionMask::leaves(schema, columns);
+                let reader =
+                    builder.with_projection(mask).with_batch_size(PARQUET_BATCH_ROWS).build().map_err(bad)?;
+                Source::Parquet { label, reader, batch: None, next: 0, row: 0 }
             }
+            _ => Source::Text { label, explicit, path: Some(path) },
         });
         Ok(())
     }
 
-    /// Read a whole text source. `Ok(None)` means a skipped binary file.
-    fn read_text(
-        &mut self,
-        label: String,
-        explicit: bool,
-        path: Option<PathBuf>,
-    ) -> Result<Option<Document>> {
+    /// Read a whole text source.
+    fn read_text(&mut self, label: String, path: Option<PathBuf>) -> Result<Document> {
         let mut bytes = Vec::new();
         match &path {
             Some(p) => {
-                File::open(p).and_then(|mut f| f.read_to_end(&mut bytes)).map_err(|e| Error::io(p, e))?;
+                open_reader(p)?.read_to_end(&mut bytes).map_err(|e| Error::io(p, e))?;
             }
             None => {
                 std::io::stdin().lock().read_to_end(&mut bytes).map_err(|e| Error::io("stdin", e))?;
             }
         }
         if let Some(offset) = memchr::memchr(0, &bytes[..bytes.len().min(BINARY_SNIFF)]) {
-            if explicit {
-                return Err(Error::Binary { path: label, offset });
-            }
-            self.stats.skipped_binary += 1;
-            if self.stats.skipped_examples.len() < 10 {
-                self.stats.skipped_examples.push(label);
-            }
-            return Ok(None);
+            return Err(Error::Binary { path: label, offset });
         }
         self.stats.bytes += bytes.len() as u64;
         let text = self.decode(&label, bytes)?;
-        Ok(Some(Document { id: label, text }))
+        Ok(Document { id: label, text, meta: vec![serde_json::Value::Null; self.opts.meta_fields.len()] })
     }
 
     /// Next document of a JSONL source; `Ok(None)` at its end.
@@ -241,7 +360,7 @@ impl Documents {
                 return Ok(None);
             }
             *line += 1;
-            let raw = trim_ascii(&self.buf);
+            let raw = self.buf.trim_ascii();
             if raw.is_empty() {
                 continue;
             }
@@ -284,9 +403,91 @@ impl Documents {
                 Some(serde_json::Value::Number(n)) => n.to_string(),
                 _ => format!("{label}:{line}"),
             };
-            return Ok(Some(Document { id, text }));
+            let meta = self.opts.meta_fields.iter().map(|f| obj.remove(f).unwrap_or_default()).collect();
+            return Ok(Some(Document { id, text, meta }));
         }
     }
+
+    /// Next document of a Parquet source; `Ok(None)` at its end.
+    fn read_parquet(&mut self) -> Result<Option<Document>> {
+        let Some(Source::Parquet { label, reader, batch, next, row }) = &mut self.current else {
+            return Ok(None);
+        };
+        loop {
+            if batch.as_ref().is_none_or(|b| *next >= b.num_rows()) {
+                match reader.next() {
+                    None => return Ok(None),
+                    Some(Ok(b)) => {
+                        *batch = Some(b);
+                        *next = 0;
+                    }
+                    Some(Err(e)) => {
+                        return Err(Error::io(label.as_str(), std::io::Error::other(e.to_string())));
+                    }
+                }
+                continue;
+            }
+            let b = batch.as_ref().expect("a batch is loaded");
+            let (i, r) = (*next, *row + 1);
+            *next += 1;
+            *row += 1;
+            let record_err = |message: String| Error::Record { path: label.clone(), line: r, message };
+            let column = |name: &str| b.column_by_name(name);
+            let text_col = column(&self.opts.text_field).ok_or_else(|| {
+                record_err(format!("no column {:?} (use --text-field)", self.opts.text_field))
+            })?;
+            let text = match cell(text_col.as_ref(), i) {
+                Some(serde_json::Value::String(s)) => s,
+                None | Some(serde_json::Value::Null) => {
+                    return Err(record_err(format!("null {:?}", self.opts.text_field)))
+                }
+                Some(other) => {
+                    return Err(record_err(format!(
+                        "column {:?} is {}, not a string",
+                        self.opts.text_field,
+                        kind(&other)
+                    )))
+                }
+            };
+            self.stats.bytes += text.len() as u64;
+            let id = match column(&self.opts.id_field).and_then(|c| cell(c.as_ref(), i)) {
+                Some(serde_json::Value::String(s)) => s,
+                Some(serde_json::Value::Number(n)) => n.to_string(),
+                _ => format!("{label}:{r}"),
+            };
+            let meta = self
+                .opts
+                .meta_fields
+                .iter()
+                .map(|f| column(f).and_then(|c| cell(c.as_ref(), i)).unwrap_or_default())
+                .collect();
+            return Ok(Some(Document { id, text, meta }));
+        }
+    }
+}
+
+/// One Parquet cell as JSON: strings, integers, floats and booleans; anything else as null
+/// (`None` for a type we do not read).
+fn cell(col: &dyn Array, i: usize) -> Option<serde_json::Value> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type, UInt32Type, UInt64Type};
+    use arrow_schema::DataType as D;
+    if col.is_null(i) {
+        return Some(serde_json::Value::Null);
+    }
+    Some(match col.data_type() {
+        D::Utf8 => col.as_string::<i32>().value(i).into(),
+        D::LargeUtf8 => col.as_string::<i64>().value(i).into(),
+        D::Utf8View => col.as_string_view().value(i).into(),
+        D::Int64 => col.as_primitive::<Int64Type>().value(i).into(),
+        D::Int32 => col.as_primitive::<Int32Type>().value(i).into(),
+        D::UInt64 => col.as_primitive::<UInt64Type>().value(i).into(),
+        D::UInt32 => col.as_primitive::<UInt32Type>().value(i).into(),
+        D::Float64 => col.as_primitive::<Float64Type>().value(i).into(),
+        D::Float32 => f64::from(col.as_primitive::<Float32Type>().value(i)).into(),
+        D::Boolean => col.as_boolean().value(i).into(),
+        _ => return None,
+    })
 }
 
 fn kind(v: &serde_json::Value) -> &'static str {
@@ -298,12 +499,6 @@ fn kind(v: &serde_json::Value) -> &'static str {
         serde_json::Value::Array(_) => "an array",
         serde_json::Value::Object(_) => "an object",
     }
-}
-
-fn trim_ascii(b: &[u8]) -> &[u8] {
-    let start = b.iter().position(|c| !c.is_ascii_whitespace()).unwrap_or(b.len());
-    let end = b.iter().rposition(|c| !c.is_ascii_whitespace()).map_or(start, |e| e + 1);
-    &b[start..end]
 }
 
 impl Iterator for Documents {
@@ -319,12 +514,19 @@ impl Iterator for Documents {
                 }
             }
             let result = match self.current.take() {
-                Some(Source::Text { label, explicit, path }) => self.read_text(label, explicit, path),
-                Some(src @ Source::Jsonl { .. }) => {
+                Some(Source::Text { label, explicit, path }) => self
+                    .read_text(label, path)
+                    .map(Some)
+                    .map_err(|e| if explicit { e } else { Error::InWalk(Box::new(e)) }),
+                Some(src @ (Source::Jsonl { .. } | Source::Parquet { .. })) => {
+                    let parquet = matches!(src, Source::Parquet { .. });
                     self.current = Some(src);
-                    let r = self.read_jsonl();
-                    if matches!(r, Ok(None)) {
-                        self.current = None;
+                    let r = if parquet { self.read_parquet() } else { self.read_jsonl() };
+                    match &r {
+                        // A bad record: go on with the next one.
+                        Err(Error::Record { .. }) => {}
+                        Ok(None) | Err(_) => self.current = None,
+                        Ok(Some(_)) => {}
                     }
                     r
                 }
@@ -336,10 +538,7 @@ impl Iterator for Documents {
                     return Some(Ok(doc));
                 }
                 Ok(None) => {}
-                Err(e) => {
-                    self.current = None;
-                    return Some(Err(e));
-                }
+                Err(e) => return Some(Err(e)),
             }
         }
     }

@@ -39,6 +39,14 @@ pub enum Error {
 
     #[error("write failed: {0}")]
     Write(#[source] std::io::Error),
+
+    /// A problem with one file met in a directory walk (binary, invalid UTF-8, unreadable).
+    #[error("{0}")]
+    InWalk(Box<Error>),
+
+    /// A corpus job stopped on a document's error (`--on-error stop`).
+    #[error("{0} (stopped: --on-error stop; the default, skip, lists such documents and goes on)")]
+    Stopped(Box<Error>),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -51,6 +59,31 @@ impl From<candle_core::Error> for Error {
 }
 
 impl Error {
+    /// Whether this error concerns one document of a corpus (a bad JSONL line or Parquet
+    /// row, a bad file met in a directory walk, a model failure on one document), so that
+    /// a corpus job may skip that document and go on; errors with an input named
+    /// explicitly, a writer or the configuration are not.
+    #[must_use]
+    pub fn is_per_document(&self) -> bool {
+        matches!(self, Self::Record { .. } | Self::InWalk(_) | Self::Compute(_))
+    }
+
+    /// A short word for what went wrong, for summaries (`binary`, `utf-8`, `record`, ...).
+    #[must_use]
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::InWalk(e) | Self::Stopped(e) => e.kind(),
+            Self::InvalidUtf8 { .. } => "invalid UTF-8",
+            Self::Binary { .. } => "binary",
+            Self::Record { .. } => "bad record",
+            Self::Io { .. } => "unreadable",
+            Self::Tokenizer { .. } | Self::Model { .. } | Self::Compute(_) => "model",
+            Self::Config(_) => "configuration",
+            Self::Internal(_) => "internal",
+            Self::Write(_) => "write",
+        }
+    }
+
     pub(crate) fn model(path: impl std::fmt::Display, message: impl std::fmt::Display) -> Self {
         Self::Model { path: path.to_string(), message: message.to_string() }
     }

@@ -6,6 +6,7 @@
 //! [`chunk::Chunk`]s, [`corpus`] reads documents and [`output`] writes chunks.
 
 pub mod band;
+pub mod bench;
 pub mod chunk;
 pub mod chunkers;
 pub mod corpus;
@@ -24,6 +25,7 @@ pub mod segment;
 pub mod similarity;
 pub mod sizer;
 pub mod span;
+pub mod spec;
 pub mod wordpiece;
 
 pub use error::{Error, Result};

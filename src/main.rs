@@ -1,15 +1,19 @@
-//! The `seamcut` command line: a thin layer over the library.
+//! The `seamcut` command line: a thin layer over the library. Flags map onto library values
+//! (a [`ChunkerSpec`], a [`CorpusJob`], an eval [`Plan`]); every decision about chunkers,
+//! defaults and policies is made by the library.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use seamcut::chunkers::{build, ChunkOptions, ChunkerKind};
+use seamcut::chunkers::ChunkerKind;
 use seamcut::corpus::{Documents, Input, InputFormat, ReadOptions};
-use seamcut::output::JsonlWriter;
-use seamcut::pipeline::{chunk_corpus, segment_corpus, JobOptions};
+use seamcut::eval::compare::Plan;
+use seamcut::output::{JsonlWriter, OutputFormat};
+use seamcut::pipeline::{segment_corpus, CorpusJob, EmbeddingMode, JobOptions, OnError, Shard, Target};
 use seamcut::sizer::SizerSpec;
+use seamcut::spec::{ChunkerSpec, HardThr, MinTokens};
 
 // Large tensors are allocated and freed every layer; glibc returns them to the kernel and
 // pays page faults to get them back (8% of a MiniLM profile). mimalloc keeps them.
@@ -29,19 +33,23 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Chunk documents and write one JSON object per chunk.
+    /// Chunk documents and write one record per chunk (JSONL, or Parquet with -o X.parquet).
     #[command(after_help = "\
-Output, one JSON object per line:
-  {\"doc_id\", \"index\", \"start\", \"end\", \"text\", \"tokens\", \"sentences\"}
+Output, one JSON object per line (Parquet: the same columns):
+  {\"doc_id\", \"index\", \"start\", \"end\", \"text\", \"tokens\", \"sentences\"} + any --meta-field
 start/end are byte offsets into the document's UTF-8 text; the chunks of a document cover it
 exactly (each chunk keeps the whitespace after it), so joining their texts gives it back.
+With -o, output is committed batch by batch: after a crash or kill, run the same command
+with --resume. Bad documents are skipped and listed in OUT.errors.jsonl (--on-error stop to
+stop instead).
 
 Examples:
   seamcut chunk book.txt
-  seamcut chunk corpus/ --chunker recursive --max-tokens 256 -o chunks.jsonl
-  seamcut chunk data.jsonl --input-format jsonl --id-field doc --text-field body
+  seamcut chunk corpus/ --chunker maxmin -o chunks.parquet --embeddings mean
+  seamcut chunk crawl.jsonl.zst --id-field url --meta-field lang -o out.jsonl --resume
+  seamcut chunk corpus/ --shard 3/16 -o part-3.parquet      # machine 3 of 16
   cat notes.md | seamcut chunk - --chunker paragraph --min-tokens 32
-  seamcut chunk book.txt --chunker fixed --max-tokens 128 --overlap 16 --sizer words")]
+  seamcut chunk book.txt --chunker maxmin --print-spec > spec.json; seamcut chunk b.txt --spec spec.json")]
     Chunk(Box<ChunkArgs>),
     /// Print the sentences the engine will use, one JSON object per sentence.
     #[command(after_help = "\
@@ -64,15 +72,15 @@ Examples:
 Examples:
   seamcut distill --teacher all-MiniLM-L6-v2 --dims 256 -o models/default")]
     Distill(DistillArgs),
-    /// Draw one document's similarity curve with each chunker's cuts, as SVG.
+    /// Draw one document's similarity curve with each chunker's cuts, as SVG or PNG.
     #[command(after_help = "\
 Example:
   seamcut plot book.txt --chunker maxmin --chunker minima --chunker recursive -o cuts.svg -o cuts.png")]
     Plot(Box<PlotArgs>),
-    /// Score chunks against reference chunks of the same documents.
+    /// Score chunkers: topic shifts, retrieval, or chunk files against references.
     #[command(subcommand)]
     Eval(EvalCommand),
-    /// Measure throughput; prints one JSON object per run (see benches/embed_vs_reference.py).
+    /// Measure throughput.
     #[command(subcommand)]
     Bench(BenchCommand),
 }
@@ -121,112 +129,17 @@ Example:
     },
 }
 
-#[derive(Args)]
-struct PlotArgs {
-    /// The document.
-    document: PathBuf,
-    /// Chunkers whose cuts to mark (repeatable).
-    #[arg(long, value_enum, required = true)]
-    chunker: Vec<ChunkerName>,
-    /// The file to write: .svg or .png (repeat for both).
-    #[arg(short, long, required = true)]
-    output: Vec<PathBuf>,
-    /// PNG pixels per SVG unit (the SVG is 1200 wide).
-    #[arg(long, default_value_t = 1.5)]
-    png_scale: f32,
-    #[arg(long, default_value_t = DEFAULT_MAX_TOKENS)]
-    max_tokens: usize,
-    /// Minimum chunk size (`auto`: as `seamcut chunk`).
-    #[arg(long, default_value = "auto", value_parser = parse_min_tokens)]
-    min_tokens: MinTokens,
-    #[arg(long, default_value = "default")]
-    sizer: String,
-    #[command(flatten)]
-    model: ModelArgs,
-    #[command(flatten)]
-    rule: RuleArgs,
-}
-
-#[derive(Args)]
-struct TopicsArgs {
-    #[command(flatten)]
-    input: InputArgs,
-    /// Documents to build.
-    #[arg(long, default_value_t = 50)]
-    docs: usize,
-    /// Runs (topic segments) per document.
-    #[arg(long, default_value_t = 8)]
-    runs: usize,
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// Chunkers to score (repeatable).
-    #[arg(long, value_enum, required = true)]
-    chunker: Vec<ChunkerName>,
-    /// Score Max–Min once per --hard-thr value in this list.
-    #[arg(long, value_delimiter = ',')]
-    hard_thr_sweep: Vec<f64>,
-    /// Give each baseline chunker the cap at which its mean chunk size comes closest to
-    /// that of the first embedding chunker listed.
-    #[arg(long)]
-    match_size: bool,
-    /// Minimum chunk size (`auto`: as `seamcut chunk`).
-    #[arg(long, default_value = "auto", value_parser = parse_min_tokens)]
-    min_tokens: MinTokens,
-    #[command(flatten)]
-    model: ModelArgs,
-    #[command(flatten)]
-    rule: RuleArgs,
-}
-
-#[derive(Args)]
-struct RetrievalArgs {
-    /// Questions, JSONL with "question" and "must_contain"; with several --document, one
-    /// --questions per document, in the same order.
-    #[arg(long, required = true)]
-    questions: Vec<PathBuf>,
-    /// The retriever: embeds chunks (cut at its window, as sentence-transformers does) and questions.
-    #[arg(long, default_value = "default")]
-    model: String,
-    /// Chunks to score (JSONL with a "text" field).
-    #[arg(long, conflicts_with = "chunker")]
-    chunks: Option<PathBuf>,
-    /// Chunk each --document with these chunkers and score each (repeatable).
-    #[arg(long, value_enum, requires = "document")]
-    chunker: Vec<ChunkerName>,
-    /// A document to chunk (repeatable; each question ranks only its own document's chunks).
-    #[arg(long)]
-    document: Vec<PathBuf>,
-    /// Token cap for --chunker.
-    #[arg(long, default_value_t = DEFAULT_MAX_TOKENS)]
-    max_tokens: usize,
-    /// Minimum chunk size for --chunker (`auto`: as `seamcut chunk`).
-    #[arg(long, default_value = "auto", value_parser = parse_min_tokens)]
-    min_tokens: MinTokens,
-    /// Give each baseline chunker (fixed, recursive, sentence, paragraph) the cap at which
-    /// its mean chunk size comes closest to that of the first embedding chunker listed, so
-    /// that they are compared at the same mean chunk size.
-    #[arg(long)]
-    match_size: bool,
-    /// Score Max–Min once per --hard-thr value in this list.
-    #[arg(long, value_delimiter = ',')]
-    hard_thr_sweep: Vec<f64>,
-    /// Token counter for --chunker and for mean chunk sizes.
-    #[arg(long, default_value = "default")]
-    sizer: String,
-    /// The embedding chunkers' model.
-    #[arg(long, default_value = "default")]
-    chunker_model: String,
-    #[command(flatten)]
-    rule: RuleArgs,
-    /// One JSON object per chunker instead of a table (with each question's hit rank, null
-    /// for a miss, for paired comparisons).
-    #[arg(long)]
-    json: bool,
-}
-
 #[derive(Subcommand)]
 enum BenchCommand {
-    /// Embed the lines of a file `--runs` times after one warm-up run.
+    /// Chunk a corpus (the INPUTs, or --generate MB of synthetic prose) end to end and report
+    /// MB/s, documents/s, units/s, tokens/s, busy time per stage and peak RSS, as a table
+    /// and (with --json) one JSON object. Output is serialised and dropped unless -o is given.
+    #[command(after_help = "\
+Examples:
+  seamcut bench chunk --generate 200 --chunker maxmin
+  seamcut bench chunk corpus/ --chunker maxmin --model all-MiniLM-L6-v2 --json")]
+    Chunk(Box<BenchChunkArgs>),
+    /// Embed the lines of a file `--runs` times after one warm-up run; one JSON object per run.
     Embed {
         #[command(flatten)]
         model: ModelArgs,
@@ -251,6 +164,234 @@ enum BenchCommand {
     },
 }
 
+/// A clap parser for a library enum spelled as its serde (kebab-case) name.
+fn kebab<T: serde::de::DeserializeOwned + Clone + Send + Sync + 'static>(
+    names: &'static [&'static str],
+) -> impl TypedValueParser<Value = T> {
+    PossibleValuesParser::new(names)
+        .map(|s| serde_json::from_value(serde_json::Value::String(s)).expect("a listed name"))
+}
+
+const CHUNKERS: &[&str] = &["fixed", "recursive", "sentence", "paragraph", "maxmin", "minima", "breakpoint"];
+
+/// The spec flags every chunking command shares (the chunker and model are per command).
+/// Each is optional: a flag given overrides `--spec FILE`, which overrides the defaults.
+#[derive(Args, Clone, Default)]
+struct SpecArgs {
+    /// A chunker spec (JSON, as --print-spec writes); flags given override its fields.
+    #[arg(long, value_name = "FILE")]
+    spec: Option<PathBuf>,
+    /// Hard cap on tokens per chunk (and per unit); 0 means no cap. [default: 256]
+    #[arg(long)]
+    max_tokens: Option<usize>,
+    /// Merge chunks smaller than this into a neighbour when the cap allows; `auto`: a
+    /// quarter of --max-tokens for the embedding chunkers, 0 for the baselines. [default: auto]
+    #[arg(long)]
+    min_tokens: Option<MinTokens>,
+    /// Tokens shared by consecutive chunks (fixed chunker only). [default: 0]
+    #[arg(long)]
+    overlap: Option<usize>,
+    /// What a token is: `default` (the model's tokenizer; for baselines the default model's),
+    /// `chars`, `words`, or a path to a tokenizer.json or a model directory containing one.
+    #[arg(long)]
+    sizer: Option<String>,
+    /// Where to compute: auto, cpu, cuda[:N], metal[:N]. [default: auto]
+    #[arg(long)]
+    device: Option<String>,
+    /// Precision of weights and activations: f32, f16, bf16. [default: f32]
+    #[arg(long)]
+    dtype: Option<String>,
+    /// The units embedding chunkers group: whole paragraphs (sentences where a paragraph is
+    /// over the cap), seamcut's sentences, or chonkie's delimiter splitter. [default: paragraphs]
+    #[arg(long, value_parser = kebab::<seamcut::spec::UnitKind>(&["paragraphs", "segmenter", "delimiters"]))]
+    splitter: Option<seamcut::spec::UnitKind>,
+    /// With --splitter delimiters: merge segments shorter than this many bytes. [default: 24]
+    #[arg(long)]
+    min_characters_per_sentence: Option<usize>,
+    /// Minima and breakpoints: embed a window as the mean of its unit vectors, or by
+    /// re-embedding its text (as chonkie and LangChain do; slower). [default: mean]
+    #[arg(long, value_parser = kebab::<seamcut::chunkers::semantic::WindowMode>(&["mean", "concat"]))]
+    window: Option<seamcut::chunkers::semantic::WindowMode>,
+    /// A document whose model pass fails: chunk it by sentence packing (counted and listed),
+    /// or fail it (then --on-error decides). [default: sentence]
+    #[arg(long, value_parser = kebab::<seamcut::chunkers::semantic::ModelErrorPolicy>(&["sentence", "fail"]))]
+    on_model_error: Option<seamcut::chunkers::semantic::ModelErrorPolicy>,
+    /// Max–Min: hard threshold, a number or `auto`: the value calibrated for the model
+    /// (models/catalog.json, matched by the weights' fingerprint), else the paper's 0.6.
+    #[arg(long, help_heading = "Max–Min (Kiss et al. 2025)")]
+    hard_thr: Option<HardThr>,
+    /// Max–Min: c, the factor on the chunk's minimum pairwise similarity. [default: 0.9]
+    #[arg(long = "c", help_heading = "Max–Min (Kiss et al. 2025)")]
+    c: Option<f64>,
+    /// Max–Min: init_const, the factor on a one-unit chunk's similarity. [default: 1.5]
+    #[arg(long, help_heading = "Max–Min (Kiss et al. 2025)")]
+    init_const: Option<f64>,
+    /// Minima: percentile (0..1) of candidate minima kept as splits. [default: 0.8]
+    #[arg(long, help_heading = "Minima (chonkie SemanticChunker)")]
+    threshold: Option<f64>,
+    /// Minima: units in the window compared with the next unit. [default: 3]
+    #[arg(long, help_heading = "Minima (chonkie SemanticChunker)")]
+    similarity_window: Option<usize>,
+    /// Minima: minimum distance between splits, in units. [default: 1]
+    #[arg(long, help_heading = "Minima (chonkie SemanticChunker)")]
+    min_sentences: Option<usize>,
+    /// Minima: Savitzky–Golay window, odd. [default: 5]
+    #[arg(long, help_heading = "Minima (chonkie SemanticChunker)")]
+    filter_window: Option<usize>,
+    /// Minima: Savitzky–Golay polynomial order. [default: 3]
+    #[arg(long, help_heading = "Minima (chonkie SemanticChunker)")]
+    filter_polyorder: Option<usize>,
+    /// Minima: tolerance on the smoothed first derivative. [default: 0.2]
+    #[arg(long, help_heading = "Minima (chonkie SemanticChunker)")]
+    filter_tolerance: Option<f64>,
+    /// Minima: merge groups within this many groups when similar (0: off). [default: 0]
+    #[arg(long, help_heading = "Minima (chonkie SemanticChunker)")]
+    skip_window: Option<usize>,
+    /// Breakpoints: threshold type. [default: percentile]
+    #[arg(long, help_heading = "Breakpoints (LangChain SemanticChunker)",
+          value_parser = kebab::<seamcut::rules::breakpoint::ThresholdType>(&["percentile", "standard-deviation", "interquartile", "gradient"]))]
+    breakpoint_type: Option<seamcut::rules::breakpoint::ThresholdType>,
+    /// Breakpoints: threshold amount (LangChain: 95 percentile, 3 std, 1.5 IQR, 95 gradient).
+    #[arg(long, help_heading = "Breakpoints (LangChain SemanticChunker)")]
+    breakpoint_amount: Option<f64>,
+    /// Breakpoints: aim for this many chunks instead of a threshold.
+    #[arg(long, help_heading = "Breakpoints (LangChain SemanticChunker)")]
+    number_of_chunks: Option<usize>,
+    /// Breakpoints: neighbours on each side combined with a unit. [default: 1]
+    #[arg(long, help_heading = "Breakpoints (LangChain SemanticChunker)")]
+    buffer_size: Option<usize>,
+    /// Breakpoints: skip breakpoints closing a chunk shorter than this many characters.
+    #[arg(long, help_heading = "Breakpoints (LangChain SemanticChunker)")]
+    min_chunk_chars: Option<usize>,
+}
+
+impl SpecArgs {
+    /// The spec: `--spec FILE` (or the defaults), then every flag given, then `chunker` and
+    /// `model` where the command gives them.
+    fn spec(&self, chunker: Option<ChunkerKind>, model: Option<&str>) -> seamcut::Result<ChunkerSpec> {
+        let mut s = match &self.spec {
+            Some(p) => ChunkerSpec::from_file(p)?,
+            None => ChunkerSpec::default(),
+        };
+        macro_rules! set {
+            ($($flag:ident => $($field:ident).+),* $(,)?) => {
+                $(if let Some(v) = self.$flag.clone() { s.$($field).+ = v; })*
+            };
+        }
+        set!(max_tokens => max_tokens, min_tokens => min_tokens, overlap => overlap, sizer => sizer,
+             device => device, dtype => dtype, splitter => units,
+             min_characters_per_sentence => min_characters_per_sentence, window => window,
+             on_model_error => on_model_error, hard_thr => maxmin.hard_thr, c => maxmin.c,
+             init_const => maxmin.init_const, threshold => minima.threshold,
+             similarity_window => minima.similarity_window, min_sentences => minima.min_sentences,
+             filter_window => minima.filter_window, filter_polyorder => minima.filter_polyorder,
+             filter_tolerance => minima.filter_tolerance, skip_window => minima.skip_window,
+             breakpoint_type => breakpoint.kind, buffer_size => breakpoint.buffer_size);
+        if self.breakpoint_amount.is_some() {
+            s.breakpoint.amount = self.breakpoint_amount;
+        }
+        if self.number_of_chunks.is_some() {
+            s.breakpoint.number_of_chunks = self.number_of_chunks;
+        }
+        if self.min_chunk_chars.is_some() {
+            s.breakpoint.min_chunk_chars = self.min_chunk_chars;
+        }
+        if let Some(c) = chunker {
+            s.chunker = c;
+        }
+        if let Some(m) = model {
+            s.model = m.to_string();
+        }
+        Ok(s)
+    }
+}
+
+#[derive(Args)]
+struct PlotArgs {
+    /// The document.
+    document: PathBuf,
+    /// Chunkers whose cuts to mark (repeatable).
+    #[arg(long, required = true, value_parser = kebab::<ChunkerKind>(CHUNKERS))]
+    chunker: Vec<ChunkerKind>,
+    /// The file to write: .svg or .png (repeat for both).
+    #[arg(short, long, required = true)]
+    output: Vec<PathBuf>,
+    /// PNG pixels per SVG unit (the SVG is 1200 wide).
+    #[arg(long, default_value_t = 1.5)]
+    png_scale: f32,
+    /// The model (a catalog name, a model directory, or a hub id). [default: default]
+    #[arg(long)]
+    model: Option<String>,
+    #[command(flatten)]
+    spec: SpecArgs,
+}
+
+#[derive(Args)]
+struct TopicsArgs {
+    #[command(flatten)]
+    input: InputArgs,
+    /// Documents to build.
+    #[arg(long, default_value_t = 50)]
+    docs: usize,
+    /// Runs (topic segments) per document.
+    #[arg(long, default_value_t = 8)]
+    runs: usize,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Chunkers to score (repeatable).
+    #[arg(long, required = true, value_parser = kebab::<ChunkerKind>(CHUNKERS))]
+    chunker: Vec<ChunkerKind>,
+    /// Score Max–Min once per --hard-thr value in this list.
+    #[arg(long, value_delimiter = ',')]
+    hard_thr_sweep: Vec<f64>,
+    /// Give each baseline chunker the cap at which its mean chunk size comes closest to
+    /// that of the first embedding chunker listed.
+    #[arg(long)]
+    match_size: bool,
+    /// The embedding chunkers' model. [default: default]
+    #[arg(long)]
+    model: Option<String>,
+    #[command(flatten)]
+    spec: SpecArgs,
+}
+
+#[derive(Args)]
+struct RetrievalArgs {
+    /// Questions, JSONL with "question" and "must_contain"; with several --document, one
+    /// --questions per document, in the same order.
+    #[arg(long, required = true)]
+    questions: Vec<PathBuf>,
+    /// The retriever: embeds chunks (cut at its window, as sentence-transformers does) and questions.
+    #[arg(long, default_value = "default")]
+    model: String,
+    /// Chunks to score (JSONL with a "text" field).
+    #[arg(long, conflicts_with = "chunker")]
+    chunks: Option<PathBuf>,
+    /// Chunk each --document with these chunkers and score each (repeatable).
+    #[arg(long, requires = "document", value_parser = kebab::<ChunkerKind>(CHUNKERS))]
+    chunker: Vec<ChunkerKind>,
+    /// A document to chunk (repeatable; each question ranks only its own document's chunks).
+    #[arg(long)]
+    document: Vec<PathBuf>,
+    /// Give each baseline chunker (fixed, recursive, sentence, paragraph) the cap at which
+    /// its mean chunk size comes closest to that of the first embedding chunker listed, so
+    /// that they are compared at the same mean chunk size.
+    #[arg(long)]
+    match_size: bool,
+    /// Score Max–Min once per --hard-thr value in this list.
+    #[arg(long, value_delimiter = ',')]
+    hard_thr_sweep: Vec<f64>,
+    /// The embedding chunkers' model. [default: default]
+    #[arg(long)]
+    chunker_model: Option<String>,
+    #[command(flatten)]
+    spec: SpecArgs,
+    /// One JSON object per chunker instead of a table (with each question's hit rank, null
+    /// for a miss, for paired comparisons).
+    #[arg(long)]
+    json: bool,
+}
+
 #[derive(Args)]
 struct ModelArgs {
     /// A catalog name (models/catalog.json), a model directory, or a Hugging Face hub id.
@@ -265,15 +406,14 @@ struct ModelArgs {
 }
 
 impl ModelArgs {
-    fn compute(&self) -> seamcut::Result<seamcut::device::Compute> {
-        seamcut::device::Compute::new(
-            seamcut::device::DeviceSpec::parse(&self.device)?,
-            seamcut::device::Precision::parse(&self.dtype)?,
-        )
-    }
-
-    fn load(&self) -> seamcut::Result<Box<dyn seamcut::embed::Embedder>> {
-        seamcut::models::load(&self.model, &self.compute()?)
+    fn load(&self) -> seamcut::Result<std::sync::Arc<seamcut::models::Model>> {
+        ChunkerSpec {
+            model: self.model.clone(),
+            device: self.device.clone(),
+            dtype: self.dtype.clone(),
+            ..ChunkerSpec::default()
+        }
+        .load_model()
     }
 }
 
@@ -305,6 +445,15 @@ enum Long {
     Mean,
 }
 
+impl Long {
+    fn to_lib(self) -> seamcut::embed::LongInput {
+        match self {
+            Self::Truncate => seamcut::embed::LongInput::Truncate,
+            Self::Mean => seamcut::embed::LongInput::Mean,
+        }
+    }
+}
+
 #[derive(Args)]
 struct DistillArgs {
     /// The teacher: a BERT-family model (catalog name, directory or hub id).
@@ -326,27 +475,176 @@ struct DistillArgs {
 
 #[derive(Args)]
 struct InputArgs {
-    /// Files, directories (walked for .txt/.md, or .jsonl with --input-format jsonl), or - for stdin.
+    /// Files, directories (walked in name order for .txt/.md, .jsonl and .parquet, also
+    /// .gz/.zst compressed), or - for stdin.
     #[arg(value_name = "INPUT", default_value = "-")]
     inputs: Vec<String>,
-    /// How to read inputs.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
+    /// How to read inputs: auto (by extension), text (a file is a document), jsonl, parquet.
+    #[arg(long, value_enum, default_value_t = Format::Auto)]
     input_format: Format,
-    /// JSONL field holding the document id (missing: FILE:LINE).
+    /// JSONL field / Parquet column holding the document id (missing: FILE:LINE).
     #[arg(long, default_value = "id")]
     id_field: String,
-    /// JSONL field holding the document text.
+    /// JSONL field / Parquet column holding the document text.
     #[arg(long, default_value = "text")]
     text_field: String,
+    /// Carry this JSONL field / Parquet column into every chunk of its document (repeatable).
+    #[arg(long)]
+    meta_field: Vec<String>,
     /// Replace invalid UTF-8 with U+FFFD instead of stopping with an error.
     #[arg(long)]
     lossy: bool,
-    /// What a token is: `default` (the default model's tokenizer), `chars`, `words`, or a
-    /// path to a tokenizer.json or a model directory containing one.
+}
+
+impl InputArgs {
+    fn read_options(&self) -> ReadOptions {
+        ReadOptions {
+            format: match self.input_format {
+                Format::Auto => InputFormat::Auto,
+                Format::Text => InputFormat::Text,
+                Format::Jsonl => InputFormat::Jsonl,
+                Format::Parquet => InputFormat::Parquet,
+            },
+            id_field: self.id_field.clone(),
+            text_field: self.text_field.clone(),
+            meta_fields: self.meta_field.clone(),
+            lossy: self.lossy,
+        }
+    }
+
+    fn documents(&self) -> Documents {
+        Documents::new(self.inputs.iter().map(|s| Input::parse(s)).collect(), self.read_options())
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Format {
+    Auto,
+    Text,
+    Jsonl,
+    Parquet,
+}
+
+/// How the job runs: threads, batches, errors, progress.
+#[derive(Args)]
+struct RunArgs {
+    /// Threads for the CPU stages (0: one per core).
+    #[arg(long, short = 'j', default_value_t = 0)]
+    threads: usize,
+    /// Bytes of documents per batch (the unit of embedding, overlap and commits).
+    #[arg(long, default_value_t = 32 << 20)]
+    batch_bytes: usize,
+    /// Batches in flight between two stages.
+    #[arg(long, default_value_t = 2)]
+    channel_depth: usize,
+    /// A document that cannot be read or chunked: skip it (listed in OUT.errors.jsonl, or on
+    /// stderr) or stop the job.
+    #[arg(long, value_enum, default_value_t = OnErrorArg::Skip)]
+    on_error: OnErrorArg,
+    /// Verify every document's chunk invariants while running.
+    #[arg(long)]
+    check: bool,
+    /// No progress bar and no summary line on stderr.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum OnErrorArg {
+    Skip,
+    Stop,
+}
+
+impl RunArgs {
+    fn job_options(&self) -> JobOptions {
+        use std::io::IsTerminal;
+        JobOptions {
+            batch_bytes: self.batch_bytes.max(1),
+            channel_depth: self.channel_depth.max(1),
+            check: self.check || JobOptions::default().check,
+            on_error: match self.on_error {
+                OnErrorArg::Skip => OnError::Skip,
+                OnErrorArg::Stop => OnError::Stop,
+            },
+            progress: !self.quiet && std::io::stderr().is_terminal(),
+            ..JobOptions::default()
+        }
+    }
+}
+
+#[derive(Args)]
+struct ChunkArgs {
+    #[command(flatten)]
+    input: InputArgs,
+    /// The chunking method. [default: sentence]
+    #[arg(long, value_parser = kebab::<ChunkerKind>(CHUNKERS))]
+    chunker: Option<ChunkerKind>,
+    /// Embedding chunkers' model: a catalog name (models/catalog.json), a model directory,
+    /// or a Hugging Face hub id. [default: default, the static model built into seamcut]
+    #[arg(long)]
+    model: Option<String>,
+    #[command(flatten)]
+    spec: SpecArgs,
+    /// Print the spec the flags make (JSON, for --spec) and exit.
+    #[arg(long)]
+    print_spec: bool,
+    /// Write here instead of stdout: .parquet for Parquet, anything else JSONL.
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    /// Continue the interrupted job that was writing -o (same command, same inputs).
+    #[arg(long, requires = "output")]
+    resume: bool,
+    /// Take only the documents whose id hashes to I of N shards (I/N, 0-based).
+    #[arg(long, value_name = "I/N")]
+    shard: Option<String>,
+    /// Add each chunk's vector: `mean` of its unit vectors (embedding chunkers, free), or
+    /// `reembed` its text with --model. Parquet: an `embedding` column; JSONL: OUT.npy.
+    #[arg(long, value_parser = kebab::<EmbeddingMode>(&["mean", "reembed"]))]
+    embeddings: Option<EmbeddingMode>,
+    /// Chunks longer than the model's window under --embeddings reembed: truncate or mean.
+    #[arg(long, value_enum, default_value_t = Long::Truncate)]
+    long: Long,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(Args)]
+struct BenchChunkArgs {
+    /// Files or directories to chunk (none: --generate).
+    #[arg(value_name = "INPUT")]
+    inputs: Vec<String>,
+    /// Megabytes of synthetic prose to chunk when no INPUT is given.
+    #[arg(long, default_value_t = 50)]
+    generate: u64,
+    #[arg(long, value_parser = kebab::<ChunkerKind>(CHUNKERS), default_value = "maxmin")]
+    chunker: ChunkerKind,
+    /// The model. [default: default]
+    #[arg(long)]
+    model: Option<String>,
+    #[command(flatten)]
+    spec: SpecArgs,
+    /// Also compute chunk embeddings.
+    #[arg(long, value_parser = kebab::<EmbeddingMode>(&["mean", "reembed"]))]
+    embeddings: Option<EmbeddingMode>,
+    /// Write the chunks here (JSONL or .parquet) instead of dropping them.
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    /// One JSON object instead of the table.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(Args)]
+struct SegmentArgs {
+    #[command(flatten)]
+    input: InputArgs,
+    /// What a token is (as `seamcut chunk --sizer`).
     #[arg(long, default_value = "default")]
     sizer: String,
-    /// Hard cap on tokens per chunk (and per sentence); 0 means no cap.
-    #[arg(long, default_value_t = DEFAULT_MAX_TOKENS)]
+    /// Sentences over this many tokens are cut; 0 means no cap.
+    #[arg(long, default_value_t = seamcut::spec::DEFAULT_MAX_TOKENS)]
     max_tokens: usize,
     /// Write here instead of stdout.
     #[arg(short, long)]
@@ -354,368 +652,75 @@ struct InputArgs {
     /// No summary line on stderr.
     #[arg(short, long)]
     quiet: bool,
-    /// Verify every document's chunk invariants while running.
-    #[arg(long)]
-    check: bool,
 }
 
-#[derive(Args)]
-struct ChunkArgs {
-    #[command(flatten)]
-    input: InputArgs,
-    /// The chunking method.
-    #[arg(long, value_enum, default_value_t = ChunkerName::Sentence)]
-    chunker: ChunkerName,
-    #[command(flatten)]
-    model: ModelArgs,
-    #[command(flatten)]
-    rule: RuleArgs,
-    /// Merge chunks smaller than this into a neighbour when the cap allows; `auto`: a
-    /// quarter of --max-tokens for the embedding chunkers, 0 for the baselines.
-    #[arg(long, default_value = "auto", value_parser = parse_min_tokens)]
-    min_tokens: MinTokens,
-    /// Tokens shared by consecutive chunks (fixed chunker only).
-    #[arg(long, default_value_t = 0)]
-    overlap: usize,
-}
-
-/// Parameters of the embedding chunkers, with their references' defaults.
-#[derive(Args, Clone)]
-struct RuleArgs {
-    /// Max–Min: hard threshold, a number or `auto`: the value calibrated for the model on the
-    /// topic-shift benchmark (models/catalog.json), else the paper's 0.6 (tuned for bge-base).
-    #[arg(long, default_value = "auto", help_heading = "Max–Min (Kiss et al. 2025)")]
-    hard_thr: String,
-    /// Max–Min: c, the factor on the chunk's minimum pairwise similarity (paper: 0.9).
-    #[arg(long = "c", default_value_t = 0.9, help_heading = "Max–Min (Kiss et al. 2025)")]
-    c: f64,
-    /// Max–Min: init_const, the factor on a one-sentence chunk's similarity (paper: 1.5).
-    #[arg(long, default_value_t = 1.5, help_heading = "Max–Min (Kiss et al. 2025)")]
-    init_const: f64,
-    /// Minima: percentile (0..1) of candidate minima kept as splits (chonkie: 0.8).
-    #[arg(long, default_value_t = 0.8, help_heading = "Minima (chonkie SemanticChunker)")]
-    threshold: f64,
-    /// Minima: sentences in the window compared with the next sentence (chonkie: 3).
-    #[arg(long, default_value_t = 3, help_heading = "Minima (chonkie SemanticChunker)")]
-    similarity_window: usize,
-    /// Minima: minimum distance between splits, in sentences (chonkie: 1).
-    #[arg(long, default_value_t = 1, help_heading = "Minima (chonkie SemanticChunker)")]
-    min_sentences: usize,
-    /// Minima: Savitzky–Golay window, odd (chonkie: 5).
-    #[arg(long, default_value_t = 5, help_heading = "Minima (chonkie SemanticChunker)")]
-    filter_window: usize,
-    /// Minima: Savitzky–Golay polynomial order (chonkie: 3).
-    #[arg(long, default_value_t = 3, help_heading = "Minima (chonkie SemanticChunker)")]
-    filter_polyorder: usize,
-    /// Minima: tolerance on the smoothed first derivative (chonkie: 0.2).
-    #[arg(long, default_value_t = 0.2, help_heading = "Minima (chonkie SemanticChunker)")]
-    filter_tolerance: f64,
-    /// Minima: merge groups within this many groups when similar (chonkie: 0, off).
-    #[arg(long, default_value_t = 0, help_heading = "Minima (chonkie SemanticChunker)")]
-    skip_window: usize,
-    /// The units the rules group: sentences from seamcut's segmenter, sentences from
-    /// chonkie's delimiter splitter (". ", "! ", "? ", newline; for parity with chonkie), or
-    /// whole paragraphs (sentences where a paragraph is over the cap).
-    #[arg(long, value_enum, default_value_t = SplitterName::Paragraphs)]
-    splitter: SplitterName,
-    /// With --splitter delimiters: merge segments shorter than this many bytes (chonkie: 24).
-    #[arg(long, default_value_t = 24)]
-    min_characters_per_sentence: usize,
-    /// Minima and breakpoints: embed a window as the mean of its sentence vectors, or by
-    /// re-embedding its text (as chonkie and LangChain do; slower).
-    #[arg(long, value_enum, default_value_t = Window::Mean)]
-    window: Window,
-    /// Breakpoints: threshold type (LangChain: percentile).
-    #[arg(long, value_enum, default_value_t = BreakpointType::Percentile, help_heading = "Breakpoints (LangChain SemanticChunker)")]
-    breakpoint_type: BreakpointType,
-    /// Breakpoints: threshold amount (LangChain: 95 percentile, 3 std, 1.5 IQR, 95 gradient).
-    #[arg(long, help_heading = "Breakpoints (LangChain SemanticChunker)")]
-    breakpoint_amount: Option<f64>,
-    /// Breakpoints: aim for this many chunks instead of a threshold.
-    #[arg(long, help_heading = "Breakpoints (LangChain SemanticChunker)")]
-    number_of_chunks: Option<usize>,
-    /// Breakpoints: neighbours on each side combined with a sentence (LangChain: 1).
-    #[arg(long, default_value_t = 1, help_heading = "Breakpoints (LangChain SemanticChunker)")]
-    buffer_size: usize,
-    /// Breakpoints: skip breakpoints closing a chunk shorter than this many characters.
-    #[arg(long, help_heading = "Breakpoints (LangChain SemanticChunker)")]
-    min_chunk_chars: Option<usize>,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum SplitterName {
-    /// seamcut's sentence segmenter.
-    Segmenter,
-    /// chonkie's delimiter splitter (for parity with chonkie).
-    Delimiters,
-    /// Whole paragraphs; a paragraph over the cap falls back to its sentences.
-    Paragraphs,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum Window {
-    Mean,
-    Concat,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum BreakpointType {
-    Percentile,
-    StandardDeviation,
-    Interquartile,
-    Gradient,
-}
-
-impl RuleArgs {
-    /// `--hard-thr` as a number: `auto` looks the model up in the catalog.
-    fn hard_thr(&self, model: &str) -> seamcut::Result<f64> {
-        if self.hard_thr != "auto" {
-            return self.hard_thr.parse().map_err(|_| {
-                seamcut::Error::Config(format!("--hard-thr {:?}: a number or auto", self.hard_thr))
-            });
-        }
-        let name = std::path::Path::new(model).file_name().and_then(|n| n.to_str()).unwrap_or(model);
-        let entry = seamcut::models::catalog()
-            .into_iter()
-            .find(|e| e.name == model || e.name == name || e.hub.as_deref() == Some(model));
-        Ok(match entry.and_then(|e| e.hard_thr) {
-            Some(t) => f64::from(t),
-            None => {
-                eprintln!("seamcut: note: no calibrated --hard-thr for {model}; using the paper's 0.6 (tuned for bge-base)");
-                seamcut::rules::maxmin::MaxMinParams::default().hard_thr
-            }
-        })
+fn target(output: Option<&PathBuf>, resume: bool) -> Target {
+    match output {
+        Some(p) => Target::File { path: p.clone(), format: OutputFormat::of_path(p), resume },
+        None => Target::Stdout,
     }
-
-    fn rule(
-        &self,
-        chunker: ChunkerName,
-        max_tokens: usize,
-        model: &str,
-    ) -> seamcut::Result<Option<seamcut::chunkers::semantic::Rule>> {
-        let thr = if matches!(chunker, ChunkerName::Maxmin) { self.hard_thr(model)? } else { 0.0 };
-        Ok(self.rule_with(chunker, max_tokens, thr))
-    }
-
-    fn rule_with(
-        &self,
-        chunker: ChunkerName,
-        max_tokens: usize,
-        hard_thr: f64,
-    ) -> Option<seamcut::chunkers::semantic::Rule> {
-        use seamcut::chunkers::semantic::{Rule, WindowMode};
-        use seamcut::rules::breakpoint::{BreakpointParams, ThresholdType};
-        let window = match self.window {
-            Window::Mean => WindowMode::Mean,
-            Window::Concat => WindowMode::Concat,
-        };
-        Some(match chunker {
-            ChunkerName::Maxmin => Rule::MaxMin(seamcut::rules::maxmin::MaxMinParams {
-                c: self.c,
-                hard_thr,
-                init_const: self.init_const,
-                max_tokens,
-            }),
-            ChunkerName::Minima => Rule::Minima(
-                seamcut::rules::minima::MinimaParams {
-                    threshold: self.threshold,
-                    similarity_window: self.similarity_window,
-                    min_sentences: self.min_sentences,
-                    filter_window: self.filter_window,
-                    filter_polyorder: self.filter_polyorder,
-                    filter_tolerance: self.filter_tolerance,
-                    chunk_size: max_tokens,
-                    skip_window: self.skip_window,
-                },
-                window,
-            ),
-            ChunkerName::Breakpoint => {
-                let kind = match self.breakpoint_type {
-                    BreakpointType::Percentile => ThresholdType::Percentile,
-                    BreakpointType::StandardDeviation => ThresholdType::StandardDeviation,
-                    BreakpointType::Interquartile => ThresholdType::Interquartile,
-                    BreakpointType::Gradient => ThresholdType::Gradient,
-                };
-                Rule::Breakpoint {
-                    params: BreakpointParams {
-                        kind,
-                        amount: self.breakpoint_amount.unwrap_or(kind.default_amount()),
-                        number_of_chunks: self.number_of_chunks,
-                        min_chunk_size: self.min_chunk_chars,
-                    },
-                    buffer: self.buffer_size,
-                    window,
-                }
-            }
-            _ => return None,
-        })
-    }
-}
-
-#[derive(Args)]
-struct SegmentArgs {
-    #[command(flatten)]
-    input: InputArgs,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum Format {
-    Text,
-    Jsonl,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum ChunkerName {
-    /// Fixed token windows (with optional --overlap).
-    Fixed,
-    /// Recursive separators: paragraph, line, sentence, word, token.
-    Recursive,
-    /// Sentences packed up to --max-tokens.
-    Sentence,
-    /// One chunk per paragraph, split by sentences when over the cap.
-    Paragraph,
-    /// Max–Min semantic chunking over sentence embeddings (Kiss, Nagy, Szilágyi 2025).
-    Maxmin,
-    /// Savitzky–Golay minima of window-to-sentence similarity (chonkie's SemanticChunker).
-    Minima,
-    /// Breakpoints on neighbour distances (LangChain/LlamaIndex SemanticChunker).
-    Breakpoint,
-}
-
-impl ChunkerName {
-    fn baseline(self) -> Option<ChunkerKind> {
-        match self {
-            Self::Fixed => Some(ChunkerKind::Fixed),
-            Self::Recursive => Some(ChunkerKind::Recursive),
-            Self::Sentence => Some(ChunkerKind::Sentence),
-            Self::Paragraph => Some(ChunkerKind::Paragraph),
-            Self::Maxmin | Self::Minima | Self::Breakpoint => None,
-        }
-    }
-}
-
-impl InputArgs {
-    fn documents(&self) -> Documents {
-        let opts = ReadOptions {
-            format: match self.input_format {
-                Format::Text => InputFormat::Text,
-                Format::Jsonl => InputFormat::Jsonl,
-            },
-            id_field: self.id_field.clone(),
-            text_field: self.text_field.clone(),
-            lossy: self.lossy,
-        };
-        Documents::new(self.inputs.iter().map(|s| Input::parse(s)).collect(), opts)
-    }
-
-    fn writer(&self) -> seamcut::Result<JsonlWriter> {
-        let sink: Box<dyn Write + Send> = match &self.output {
-            Some(p) => Box::new(
-                std::fs::File::create(p).map_err(|e| seamcut::Error::Io { path: p.clone(), source: e })?,
-            ),
-            None => Box::new(std::io::stdout()),
-        };
-        Ok(JsonlWriter::new(sink))
-    }
-
-    fn job(&self) -> JobOptions {
-        JobOptions { check: self.check || JobOptions::default().check, ..JobOptions::default() }
-    }
-
-    fn cap(&self) -> usize {
-        if self.max_tokens == 0 {
-            usize::MAX
-        } else {
-            self.max_tokens
-        }
-    }
-}
-
-/// The default `--max-tokens`: the window of common retrievers (all-MiniLM-L6-v2 reads 256
-/// word pieces; longer chunks are cut when they are embedded, so their tails cannot be
-/// found). On the retrieval benchmark Max–Min and recursive splitting both scored lower at
-/// a 512 cap than at 256 (benches/RESULTS.md).
-const DEFAULT_MAX_TOKENS: usize = 256;
-
-/// `--min-tokens`: a number, or `auto`.
-#[derive(Clone, Copy, Debug)]
-enum MinTokens {
-    Auto,
-    Fixed(usize),
-}
-
-fn parse_min_tokens(s: &str) -> Result<MinTokens, String> {
-    if s == "auto" {
-        Ok(MinTokens::Auto)
-    } else {
-        s.parse().map(MinTokens::Fixed).map_err(|_| format!("expected a number or auto, got {s:?}"))
-    }
-}
-
-impl MinTokens {
-    /// The minimum for `chunker` under `max_tokens`. `auto` gives the embedding chunkers a
-    /// quarter of the cap: their rules leave one-sentence chunks (headings, asides) that
-    /// rank well on a word or two and crowd out the real answer; on the retrieval benchmark
-    /// Max–Min without a minimum stayed well below size-matched recursive splitting
-    /// (benches/RESULTS.md). Baselines keep what their packing gives (0).
-    fn resolve(self, chunker: ChunkerName, max_tokens: usize) -> usize {
-        match self {
-            Self::Fixed(n) => n,
-            Self::Auto if chunker.baseline().is_none() => max_tokens / 4,
-            Self::Auto => 0,
-        }
-    }
-}
-
-/// Build a chunker by name: baselines from the sizer, embedding chunkers from the model.
-fn build_chunker(
-    name: ChunkerName,
-    sizer: &str,
-    opts: ChunkOptions,
-    model: &ModelArgs,
-    rule: &RuleArgs,
-) -> seamcut::Result<Box<dyn seamcut::chunkers::Chunker>> {
-    if let Some(kind) = name.baseline() {
-        return build(kind, SizerSpec::parse(sizer).build()?, opts);
-    }
-    if opts.overlap > 0 {
-        return Err(seamcut::Error::Config("--overlap is only supported by the fixed chunker".into()));
-    }
-    let compute = model.compute()?;
-    let embedder: std::sync::Arc<dyn seamcut::embed::Embedder> =
-        seamcut::models::load(&model.model, &compute)?.into();
-    // Count tokens as the model does, unless another sizer is asked for.
-    let sizer: std::sync::Arc<dyn seamcut::sizer::Sizer> = if sizer == "default" {
-        std::sync::Arc::new(seamcut::sizer::HfSizer::new(embedder.tokenizer().hf().clone(), "model"))
-    } else {
-        SizerSpec::parse(sizer).build()?
-    };
-    let r = rule.rule(name, opts.max_tokens, &model.model)?.expect("an embedding chunker has a rule");
-    let splitter = match rule.splitter {
-        SplitterName::Segmenter => seamcut::chunkers::semantic::Splitter::Segmenter,
-        SplitterName::Paragraphs => seamcut::chunkers::semantic::Splitter::Paragraphs,
-        SplitterName::Delimiters => {
-            seamcut::chunkers::semantic::Splitter::Delimiters { min_bytes: rule.min_characters_per_sentence }
-        }
-    };
-    Ok(Box::new(
-        seamcut::chunkers::semantic::SemanticChunker::new(embedder, sizer, compute, r, opts)
-            .with_splitter(splitter),
-    ))
 }
 
 fn run(cli: Cli) -> seamcut::Result<()> {
     match cli.command {
         Command::Chunk(a) => {
-            let opts = ChunkOptions::new(a.input.max_tokens)
-                .with_min_tokens(a.min_tokens.resolve(a.chunker, a.input.max_tokens))
-                .with_overlap(a.overlap);
-            let chunker = build_chunker(a.chunker, &a.input.sizer, opts, &a.model, &a.rule)?;
-            let mut w = a.input.writer()?;
-            let stats =
-                chunk_corpus(a.input.documents(), chunker.as_ref(), a.input.cap(), &mut w, a.input.job())?;
-            if !a.input.quiet {
+            let spec = a.spec.spec(a.chunker, a.model.as_deref())?;
+            if a.print_spec {
+                println!("{}", spec.to_json());
+                return Ok(());
+            }
+            seamcut::pipeline::set_threads(a.run.threads)?;
+            let mut opts = a.run.job_options();
+            opts.shard = a.shard.as_deref().map(Shard::parse).transpose()?;
+            opts.embeddings = a.embeddings;
+            opts.long = a.long.to_lib();
+            let job = CorpusJob {
+                spec,
+                inputs: a.input.inputs.clone(),
+                read: a.input.read_options(),
+                opts,
+                target: target(a.output.as_ref(), a.resume),
+            };
+            let stats = job.run()?;
+            if !a.run.quiet {
                 eprintln!("{}", stats.summary("chunks"));
+            }
+        }
+        Command::Bench(BenchCommand::Chunk(a)) => {
+            let spec = a.spec.spec(Some(a.chunker), a.model.as_deref())?;
+            seamcut::pipeline::set_threads(a.run.threads)?;
+            let mut opts = a.run.job_options();
+            opts.embeddings = a.embeddings;
+            let target = a.output.as_ref().map_or(Target::Discard, |p| target(Some(p), false));
+            let chunker = spec.build()?;
+            let embedder = match a.embeddings {
+                Some(_) if chunker.semantic().is_none() => Some(spec.load_model()?.embedder.clone()),
+                _ => None,
+            };
+            let job = seamcut::pipeline::Job {
+                chunker: chunker.as_ref(),
+                embedder,
+                fingerprint: spec.to_json(),
+                opts,
+            };
+            let stats = if a.inputs.is_empty() {
+                seamcut::pipeline::chunk_corpus(
+                    seamcut::bench::synthetic_corpus(a.generate * 1_000_000, 1),
+                    &job,
+                    &target,
+                )?
+            } else {
+                let docs = Documents::new(
+                    a.inputs.iter().map(|s| Input::parse(s)).collect(),
+                    ReadOptions::default(),
+                );
+                seamcut::pipeline::chunk_corpus(docs, &job, &target)?
+            };
+            let report = seamcut::bench::Report::new(&stats);
+            if a.json {
+                println!("{}", serde_json::to_string(&report).unwrap_or_default());
+            } else {
+                println!("{}", report.table());
             }
         }
         Command::Embed(a) => {
@@ -730,17 +735,12 @@ fn run(cli: Cli) -> seamcut::Result<()> {
                     .map_err(|e| seamcut::Error::Io { path: a.lines.clone().into(), source: e })?
             };
             let texts: Vec<&str> = raw.lines().collect();
-            let opts = seamcut::embed::EmbedOptions {
-                batch_tokens: a.batch_tokens,
-                long: match a.long {
-                    Long::Truncate => seamcut::embed::LongInput::Truncate,
-                    Long::Mean => seamcut::embed::LongInput::Mean,
-                },
-            };
+            let opts = seamcut::embed::EmbedOptions { batch_tokens: a.batch_tokens, long: a.long.to_lib() };
+            let m = model.embedder.as_ref();
             let t0 = std::time::Instant::now();
-            let (emb, stats) = seamcut::embed::embed_texts(model.as_ref(), &texts, opts)?;
+            let (emb, stats) = seamcut::embed::embed_texts(m, &texts, opts)?;
             let secs = t0.elapsed().as_secs_f64();
-            seamcut::npy::write_f32(&a.output, &emb.data, texts.len(), model.dim())?;
+            seamcut::npy::write_f32(&a.output, &emb.data, texts.len(), m.dim())?;
             if !a.quiet {
                 eprintln!(
                     "seamcut: {} texts, {} tokens in {:.2} s ({:.0} texts/s, {:.0} tokens/s), {} batches, padding +{:.1}%, {} over the window ({}); model {}",
@@ -753,20 +753,21 @@ fn run(cli: Cli) -> seamcut::Result<()> {
                     100.0 * stats.padding_overhead(),
                     stats.long_texts,
                     if a.long == Long::Truncate { "truncated" } else { "averaged over windows" },
-                    model.describe()
+                    m.describe()
                 );
             }
         }
         Command::Bench(BenchCommand::Embed { model, lines, runs, batch_tokens }) => {
-            let m = model.load()?;
+            let model = model.load()?;
+            let m = model.embedder.as_ref();
             let raw = std::fs::read_to_string(&lines)
                 .map_err(|e| seamcut::Error::Io { path: lines.clone(), source: e })?;
             let texts: Vec<&str> = raw.lines().collect();
             let opts = seamcut::embed::EmbedOptions { batch_tokens, ..Default::default() };
-            seamcut::embed::embed_texts(m.as_ref(), &texts, opts)?; // warm-up
+            seamcut::embed::embed_texts(m, &texts, opts)?; // warm-up
             for run in 0..runs {
                 let t0 = std::time::Instant::now();
-                let (_, st) = seamcut::embed::embed_texts(m.as_ref(), &texts, opts)?;
+                let (_, st) = seamcut::embed::embed_texts(m, &texts, opts)?;
                 let secs = t0.elapsed().as_secs_f64();
                 println!(
                     "{}",
@@ -783,63 +784,14 @@ fn run(cli: Cli) -> seamcut::Result<()> {
         Command::Eval(EvalCommand::Topics(a)) => eval_topics(&a)?,
         Command::Plot(a) => plot(&a)?,
         Command::Eval(EvalCommand::Segmentation { input, reference, hypothesis, tolerance }) => {
-            let read_starts =
-                |p: &PathBuf| -> seamcut::Result<std::collections::HashMap<String, Vec<usize>>> {
-                    let text = std::fs::read_to_string(p)
-                        .map_err(|e| seamcut::Error::Io { path: p.clone(), source: e })?;
-                    let mut m: std::collections::HashMap<String, Vec<usize>> =
-                        std::collections::HashMap::new();
-                    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-                        let bad = |msg: String| seamcut::Error::Record {
-                            path: p.display().to_string(),
-                            line: i + 1,
-                            message: msg,
-                        };
-                        let v: serde_json::Value =
-                            serde_json::from_str(line).map_err(|e| bad(format!("invalid JSON: {e}")))?;
-                        let id = v["doc_id"]
-                            .as_str()
-                            .map(str::to_string)
-                            .ok_or_else(|| bad("no doc_id".into()))?;
-                        let start = v["start"].as_u64().ok_or_else(|| bad("no start".into()))? as usize;
-                        m.entry(id).or_default().push(start);
-                    }
-                    Ok(m)
-                };
-            let (r, h) = (read_starts(&reference)?, read_starts(&hypothesis)?);
-            let seg = seamcut::segment::Segmenter::default();
-            let mut sum = seamcut::eval::segmentation::Scores::default();
-            let mut docs = 0usize;
-            for doc in input.documents() {
-                let doc = doc?;
-                let (Some(rs), Some(hs)) = (r.get(&doc.id), h.get(&doc.id)) else { continue };
-                let units: Vec<usize> = seg.sentences(&doc.text).iter().map(|s| s.start).collect();
-                if units.is_empty() {
-                    continue;
-                }
-                use seamcut::eval::segmentation::{score, unit_starts_of};
-                let s =
-                    score(&unit_starts_of(rs, &units), &unit_starts_of(hs, &units), units.len(), tolerance);
-                println!("{}", serde_json::json!({"doc_id": doc.id, "sentences": units.len(), "scores": s}));
-                sum.pk += s.pk;
-                sum.window_diff += s.window_diff;
-                sum.precision += s.precision;
-                sum.recall += s.recall;
-                sum.f1 += s.f1;
-                sum.ami += s.ami;
-                docs += 1;
+            let r = seamcut::eval::segmentation::read_starts(&reference)?;
+            let h = seamcut::eval::segmentation::read_starts(&hypothesis)?;
+            let (per_doc, mean) =
+                seamcut::eval::segmentation::score_corpus(&r, &h, input.documents(), tolerance)?;
+            for (id, n, s) in &per_doc {
+                println!("{}", serde_json::json!({"doc_id": id, "sentences": n, "scores": s}));
             }
-            if docs == 0 {
-                return Err(seamcut::Error::Config(
-                    "no document appears in both the reference and the hypothesis".into(),
-                ));
-            }
-            let d = docs as f64;
-            println!(
-                "{}",
-                serde_json::json!({"documents": docs, "mean": {"pk": sum.pk / d, "window_diff": sum.window_diff / d,
-                    "precision": sum.precision / d, "recall": sum.recall / d, "f1": sum.f1 / d, "ami": sum.ami / d}})
-            );
+            println!("{}", serde_json::json!({"documents": per_doc.len(), "mean": mean}));
         }
         Command::Bench(BenchCommand::Minima { series, runs }) => {
             let (data, rows, cols) = seamcut::npy::read_f32(&series)?;
@@ -868,11 +820,18 @@ fn run(cli: Cli) -> seamcut::Result<()> {
             eprintln!("seamcut: distilled {} into {}", dir.display(), a.output.display());
         }
         Command::Segment(a) => {
-            let sizer = SizerSpec::parse(&a.input.sizer).build()?;
-            let mut w = a.input.writer()?;
-            let stats =
-                segment_corpus(a.input.documents(), sizer.as_ref(), a.input.cap(), &mut w, a.input.job())?;
-            if !a.input.quiet {
+            let sizer = SizerSpec::parse(&a.sizer).build()?;
+            let sink: Box<dyn std::io::Write + Send> = match &a.output {
+                Some(p) => Box::new(
+                    std::fs::File::create(p)
+                        .map_err(|e| seamcut::Error::Io { path: p.clone(), source: e })?,
+                ),
+                None => Box::new(std::io::stdout()),
+            };
+            let mut w = JsonlWriter::new(sink);
+            let cap = if a.max_tokens == 0 { usize::MAX } else { a.max_tokens };
+            let stats = segment_corpus(a.input.documents(), sizer.as_ref(), cap, &mut w)?;
+            if !a.quiet {
                 eprintln!("{}", stats.summary("sentences"));
             }
         }
@@ -895,146 +854,60 @@ fn main() -> ExitCode {
     }
 }
 
-/// Read a JSONL file of `T` records, naming the file and its line on a bad record; blank
-/// lines are skipped.
-fn read_jsonl<T: serde::de::DeserializeOwned>(path: &PathBuf, what: &str) -> seamcut::Result<Vec<T>> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| seamcut::Error::Io { path: path.clone(), source: e })?;
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| {
-            serde_json::from_str(l).map_err(|e| seamcut::Error::Record {
-                path: path.display().to_string(),
-                line: i + 1,
-                message: format!("{what}: {e}"),
-            })
-        })
-        .collect()
-}
-
-/// The runs of an eval command, in order: embedding chunkers first (Max–Min once per swept
-/// `hard_thr`), then baselines, so that `--match-size` knows its target when a baseline runs.
-fn eval_runs(chunkers: &[ChunkerName], sweep: &[f64]) -> Vec<(ChunkerName, Option<f64>)> {
-    let embedding = chunkers.iter().filter(|c| c.baseline().is_none());
-    let baselines = chunkers.iter().filter(|c| c.baseline().is_some());
-    let mut runs = Vec::new();
-    for &c in embedding.chain(baselines) {
-        if matches!(c, ChunkerName::Maxmin) && !sweep.is_empty() {
-            runs.extend(sweep.iter().map(|&t| (c, Some(t))));
-        } else {
-            runs.push((c, None));
-        }
-    }
-    runs
-}
-
-/// The rule flags, with `hard_thr` replaced by a swept value.
-fn with_hard_thr(rule: &RuleArgs, thr: Option<f64>) -> RuleArgs {
-    let mut rule = rule.clone();
-    if let Some(t) = thr {
-        rule.hard_thr = t.to_string();
-    }
-    rule
-}
-
-/// The cap a run gets: `max_tokens`, or, for a baseline under `--match-size`, the cap at
-/// which its mean chunk size (`mean_at`) comes closest to `target`, the first embedding
-/// chunker's.
-fn run_cap(
-    name: ChunkerName,
-    match_size: bool,
-    target: Option<f64>,
-    max_tokens: usize,
-    mean_at: impl FnMut(usize) -> f64,
-) -> seamcut::Result<usize> {
-    if name.baseline().is_none() || !match_size {
-        return Ok(max_tokens);
-    }
-    let target = target.ok_or_else(|| {
-        seamcut::Error::Config("--match-size needs an embedding chunker (maxmin, minima, breakpoint)".into())
-    })?;
-    Ok(seamcut::eval::retrieval::cap_for_mean(target, 8, max_tokens.max(8), mean_at))
-}
-
 fn eval_retrieval(a: &RetrievalArgs) -> seamcut::Result<()> {
-    use seamcut::eval::retrieval::{evaluate, Case, Question, KS};
+    use seamcut::eval::retrieval::{read_jsonl, Question, KS};
     let questions: Vec<Vec<Question>> = a
         .questions
         .iter()
         .map(|p| read_jsonl(p, "a question needs \"question\" and \"must_contain\""))
         .collect::<seamcut::Result<_>>()?;
-    let pairs = if a.chunks.is_some() { 1 } else { a.document.len() };
-    if questions.len() != pairs {
-        return Err(seamcut::Error::Config(format!(
-            "{} --questions file(s) for {pairs} document(s): give one per --document (or one with --chunks)",
-            questions.len()
-        )));
-    }
-    let compute =
-        seamcut::device::Compute::new(seamcut::device::DeviceSpec::Auto, seamcut::device::Precision::F32)?;
-    let retriever = seamcut::models::load(&a.model, &compute)?;
-    let sizer = SizerSpec::parse(&a.sizer).build()?;
-    // (label, cap, chunk texts per document)
-    let mut sets: Vec<(String, Option<usize>, Vec<Vec<String>>)> = Vec::new();
-    if let Some(p) = &a.chunks {
-        #[derive(serde::Deserialize)]
-        struct ChunkText {
-            text: String,
+    let retriever =
+        ModelArgs { model: a.model.clone(), device: "auto".into(), dtype: "f32".into() }.load()?;
+    let base = a.spec.spec(None, a.chunker_model.as_deref())?;
+    let sizer = SizerSpec::parse(&base.sizer).build()?;
+    let runs: Vec<(String, Option<usize>, seamcut::eval::retrieval::Report)> = if let Some(p) = &a.chunks {
+        let report = seamcut::eval::retrieval::evaluate_chunk_file(
+            p,
+            &questions,
+            retriever.embedder.as_ref(),
+            sizer.as_ref(),
+        )?;
+        vec![(p.display().to_string(), None, report)]
+    } else {
+        if a.document.is_empty() {
+            return Err(seamcut::Error::Config("give --chunks, or --document with --chunker".into()));
         }
-        let records: Vec<ChunkText> = read_jsonl(p, "a chunk needs a string \"text\"")?;
-        let texts = records.into_iter().map(|r| r.text).collect();
-        sets.push((p.display().to_string(), None, vec![texts]));
-    }
-    let docs: Vec<String> = a
-        .document
-        .iter()
-        .map(|d| std::fs::read_to_string(d).map_err(|e| seamcut::Error::Io { path: d.clone(), source: e }))
-        .collect::<seamcut::Result<_>>()?;
-    let model = ModelArgs { model: a.chunker_model.clone(), device: "auto".into(), dtype: "f32".into() };
-    let chunk_all = |name: ChunkerName,
-                     cap: usize,
-                     rule: &RuleArgs|
-     -> seamcut::Result<(String, Vec<Vec<String>>)> {
-        let opts = ChunkOptions::new(cap).with_min_tokens(a.min_tokens.resolve(name, cap));
-        let c = build_chunker(name, &a.sizer, opts, &model, rule)?;
-        let texts =
-            docs.iter().map(|d| c.chunk(d).iter().map(|s| d[s.start..s.end].to_string()).collect()).collect();
-        Ok((c.name().to_string(), texts))
-    };
-    let mean = |texts: &[Vec<String>]| {
-        let n: usize = texts.iter().map(Vec::len).sum();
-        texts.iter().flatten().map(|t| sizer.count(t)).sum::<usize>() as f64 / n.max(1) as f64
-    };
-    let mut target = None;
-    for (name, thr) in eval_runs(&a.chunker, &a.hard_thr_sweep) {
-        let rule = with_hard_thr(&a.rule, thr);
-        let cap = run_cap(name, a.match_size, target, a.max_tokens, |cap| {
-            chunk_all(name, cap, &rule).map_or(f64::NAN, |(_, t)| mean(&t))
-        })?;
-        let (label, texts) = chunk_all(name, cap, &rule)?;
-        if name.baseline().is_none() && target.is_none() {
-            target = Some(mean(&texts));
-        }
-        let label = match thr {
-            Some(t) => format!("{label} hard_thr={t}"),
-            None => label,
+        let docs: Vec<String> = a
+            .document
+            .iter()
+            .map(|d| {
+                std::fs::read_to_string(d).map_err(|e| seamcut::Error::Io { path: d.clone(), source: e })
+            })
+            .collect::<seamcut::Result<_>>()?;
+        let plan = Plan {
+            base,
+            chunkers: a.chunker.clone(),
+            hard_thr_sweep: a.hard_thr_sweep.clone(),
+            match_size: a.match_size,
         };
-        sets.push((label, Some(cap), texts));
-    }
-    if sets.is_empty() {
-        return Err(seamcut::Error::Config("give --chunks, or --document with --chunker".into()));
-    }
+        seamcut::eval::compare::retrieval(
+            &plan,
+            &docs,
+            &questions,
+            retriever.embedder.as_ref(),
+            sizer.as_ref(),
+        )?
+        .into_iter()
+        .map(|r| (r.label, Some(r.spec.max_tokens), r.result))
+        .collect()
+    };
     if !a.json {
         let head: Vec<String> =
             KS.iter().map(|k| format!("DCG@{k}")).chain(KS.iter().map(|k| format!("R@{k}"))).collect();
         println!("| chunks from | cap | chunks | mean tokens | {} |", head.join(" | "));
         println!("|---|---|---|---|{}", "---|".repeat(head.len()));
     }
-    for (name, cap, texts) in sets {
-        let cases: Vec<Case<'_>> =
-            texts.into_iter().zip(&questions).map(|(chunks, q)| Case { chunks, questions: q }).collect();
-        let r = evaluate(retriever.as_ref(), &cases, sizer.as_ref())?;
+    for (name, cap, r) in runs {
         if a.json {
             let mut o = serde_json::json!({"chunker": name, "cap": cap, "chunks": r.chunks, "mean_tokens": r.mean_tokens, "questions": r.questions, "ranks": r.ranks});
             for (k, d, rec) in &r.scores {
@@ -1071,34 +944,10 @@ fn plot(a: &PlotArgs) -> seamcut::Result<()> {
         .collect::<seamcut::Result<_>>()?;
     let text = std::fs::read_to_string(&a.document)
         .map_err(|e| seamcut::Error::Io { path: a.document.clone(), source: e })?;
-    let seg = seamcut::segment::Segmenter::default();
-    let sentences = seg.sentences(&text);
-    let starts: Vec<usize> = sentences.iter().map(|s| s.start).collect();
-    let compute = a.model.compute()?;
-    let model = a.model.load()?;
-    let texts: Vec<&str> = sentences.iter().map(|s| s.text(&text)).collect();
-    let (emb, _) = seamcut::embed::embed_texts(model.as_ref(), &texts, Default::default())?;
-    let band = seamcut::similarity::band(&emb.data, emb.dim, 1, &compute)?;
-    let sims: Vec<f64> =
-        (0..texts.len()).map(|i| if i == 0 { 0.0 } else { f64::from(band.sim(i, i - 1)) }).collect();
-    let mut cuts = Vec::new();
-    for &name in &a.chunker {
-        let opts = ChunkOptions::new(a.max_tokens).with_min_tokens(a.min_tokens.resolve(name, a.max_tokens));
-        let c = build_chunker(name, &a.sizer, opts, &a.model, &a.rule)?;
-        let chunk_starts: Vec<usize> = c.chunk(&text).iter().map(|s| s.start).collect();
-        let units = seamcut::eval::segmentation::unit_starts_of(&chunk_starts, &starts);
-        cuts.push(seamcut::plot::Cuts { name: c.name().to_string(), starts: units });
-    }
-    let threshold = if a.chunker.iter().any(|c| matches!(c, ChunkerName::Maxmin)) {
-        Some((
-            a.rule.hard_thr(&a.model.model)? / a.rule.init_const,
-            "Max–Min first-pair threshold hard_thr/init_const",
-        ))
-    } else {
-        None
-    };
-    let title = format!("{} — {} sentences, {}", a.document.display(), texts.len(), model.describe());
-    let svg = seamcut::plot::svg(&title, &sims, &cuts, threshold);
+    let base = a.spec.spec(None, a.model.as_deref())?;
+    let specs: Vec<ChunkerSpec> =
+        a.chunker.iter().map(|&c| ChunkerSpec { chunker: c, ..base.clone() }).collect();
+    let (svg, cuts) = seamcut::plot::document(&a.document.display().to_string(), &text, &base, &specs)?;
     for (out, png) in a.output.iter().zip(png) {
         let bytes = if png { seamcut::plot::png(&svg, a.png_scale)? } else { svg.clone().into_bytes() };
         std::fs::write(out, bytes).map_err(|e| seamcut::Error::Io { path: out.clone(), source: e })?;
@@ -1110,7 +959,6 @@ fn plot(a: &PlotArgs) -> seamcut::Result<()> {
 }
 
 fn eval_topics(a: &TopicsArgs) -> seamcut::Result<()> {
-    use seamcut::eval::segmentation::{score, unit_starts_of};
     let sources: Vec<String> =
         a.input.documents().map(|d| d.map(|d| d.text)).collect::<seamcut::Result<_>>()?;
     let docs = seamcut::eval::topics::generate(&sources, a.docs, a.runs, a.seed);
@@ -1119,7 +967,7 @@ fn eval_topics(a: &TopicsArgs) -> seamcut::Result<()> {
             "need at least two source texts with 11 or more sentences".into(),
         ));
     }
-    let texts: Vec<&str> = docs.iter().map(|d| d.text.as_str()).collect();
+    let base = a.spec.spec(None, a.model.as_deref())?;
     let sentences: usize = docs.iter().map(|d| d.sentence_starts.len()).sum();
     println!(
         "{} documents, {} sentences, {} runs each, from {} sources; model {}",
@@ -1127,51 +975,21 @@ fn eval_topics(a: &TopicsArgs) -> seamcut::Result<()> {
         sentences,
         a.runs,
         sources.len(),
-        a.model.model
+        base.model
     );
     println!("| chunker | cap | chunks/doc | mean tokens | Pk | WindowDiff | F1 (±1) | AMI |");
     println!("|---|---|---|---|---|---|---|---|");
-    let mean_tokens = |results: &[Vec<seamcut::chunk::ChunkSpan>]| {
-        let n: usize = results.iter().map(Vec::len).sum();
-        results.iter().flatten().map(|c| c.tokens).sum::<usize>() as f64 / n.max(1) as f64
+    let plan = Plan {
+        base,
+        chunkers: a.chunker.clone(),
+        hard_thr_sweep: a.hard_thr_sweep.clone(),
+        match_size: a.match_size,
     };
-    let chunk_all = |name: ChunkerName, cap: usize, rule: &RuleArgs| {
-        let opts = ChunkOptions::new(cap).with_min_tokens(a.min_tokens.resolve(name, cap));
-        build_chunker(name, &a.input.sizer, opts, &a.model, rule)
-            .map(|c| (c.name().to_string(), c.chunk_batch(&texts)))
-    };
-    let mut target = None;
-    for (name, thr) in eval_runs(&a.chunker, &a.hard_thr_sweep) {
-        let rule = with_hard_thr(&a.rule, thr);
-        let cap = run_cap(name, a.match_size, target, a.input.max_tokens, |cap| {
-            chunk_all(name, cap, &rule).map_or(f64::NAN, |(_, r)| mean_tokens(&r))
-        })?;
-        let (label, results) = chunk_all(name, cap, &rule)?;
-        let mean = mean_tokens(&results);
-        if name.baseline().is_none() && target.is_none() {
-            target = Some(mean);
-        }
-        let mut sum = [0.0f64; 5];
-        for (d, chunks) in docs.iter().zip(&results) {
-            let starts: Vec<usize> = chunks.iter().map(|s| s.start).collect();
-            let hyp = unit_starts_of(&starts, &d.sentence_starts);
-            let s = score(&d.boundaries, &hyp, d.sentence_starts.len(), 1);
-            for (acc, v) in sum.iter_mut().zip([chunks.len() as f64, s.pk, s.window_diff, s.f1, s.ami]) {
-                *acc += v;
-            }
-        }
-        let n = docs.len() as f64;
-        let label = match thr {
-            Some(t) => format!("{label} hard_thr={t}"),
-            None => label,
-        };
+    for r in seamcut::eval::compare::topics(&plan, &docs)? {
+        let s = r.result;
         println!(
-            "| {label} | {cap} | {:.1} | {mean:.1} | {:.3} | {:.3} | {:.3} | {:.3} |",
-            sum[0] / n,
-            sum[1] / n,
-            sum[2] / n,
-            sum[3] / n,
-            sum[4] / n
+            "| {} | {} | {:.1} | {:.1} | {:.3} | {:.3} | {:.3} | {:.3} |",
+            r.label, r.spec.max_tokens, s.chunks_per_doc, s.mean_tokens, s.pk, s.window_diff, s.f1, s.ami
         );
     }
     Ok(())

@@ -27,6 +27,11 @@ pub struct CatalogEntry {
     pub dim: usize,
     #[serde(default)]
     pub hard_thr: Option<f32>,
+    /// Fingerprints ([`fingerprint`]) of the weight files this entry's calibration was
+    /// measured on: a model directory with one of these gets the entry's calibration
+    /// whatever it is called or wherever it lies.
+    #[serde(default)]
+    pub fingerprints: Vec<String>,
     #[serde(default)]
     pub notes: Option<String>,
 }
@@ -156,13 +161,116 @@ fn fetch(id: &str, file: &str) -> std::result::Result<PathBuf, String> {
     api.model(id.to_string()).get(file).map_err(|e| e.to_string())
 }
 
-/// Load a model from a `--model` value.
+/// Load a model from a `--model` value. `default` is the static model compiled into the
+/// binary (the same files as `models/default`).
 ///
 /// # Errors
 /// One line naming the model and what is wrong with it.
 pub fn load(spec: &str, compute: &Compute) -> Result<Box<dyn Embedder>> {
+    if spec == "default" {
+        return Ok(Box::new(StaticEmbedder::builtin_default()?));
+    }
     let dir = resolve(spec)?;
     load_dir(&dir, compute)
+}
+
+/// A loaded model with what identifies it: the embedder, shared between threads and
+/// chunkers, and the fingerprint of its weights.
+pub struct Model {
+    pub embedder: std::sync::Arc<dyn Embedder>,
+    /// [`fingerprint`] of its `model.safetensors`; `None` if it could not be read.
+    pub fingerprint: Option<String>,
+    /// The `--model` value it was loaded from.
+    pub name: String,
+}
+
+impl Model {
+    /// The catalog entry whose calibration applies to this model, and how it was matched:
+    /// first by the weights' fingerprint (so a model gets its calibration whatever path or
+    /// name it is given), then by catalog name or hub id as typed.
+    #[must_use]
+    pub fn calibration(&self) -> Option<(CatalogEntry, &'static str)> {
+        let cat = catalog();
+        if let Some(fp) = &self.fingerprint {
+            if let Some(e) = cat.iter().find(|e| e.fingerprints.iter().any(|f| f == fp)) {
+                return Some((e.clone(), "weights fingerprint"));
+            }
+        }
+        cat.into_iter()
+            .find(|e| e.name == self.name || e.hub.as_deref() == Some(self.name.as_str()))
+            .map(|e| (e, "catalog name"))
+    }
+}
+
+/// Load a model once per process: later calls with the same `--model` value, device and
+/// dtype share the first load (eval sweeps, many chunkers, Python workers). Models stay
+/// loaded until the process ends.
+///
+/// # Errors
+/// As [`load`].
+pub fn load_shared(spec: &str, compute: &Compute) -> Result<std::sync::Arc<Model>> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex, OnceLock};
+    type Cache = Mutex<HashMap<(String, String), Arc<Model>>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    let key = (spec.to_string(), compute.describe());
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(m) = cache.lock().map_err(|_| poisoned())?.get(&key) {
+        return Ok(m.clone());
+    }
+    // Load outside the lock: a slow load must not block other models.
+    let embedder: Arc<dyn Embedder> = load(spec, compute)?.into();
+    let fingerprint = if spec == "default" {
+        Some(fingerprint_bytes(StaticEmbedder::builtin_default_weights()))
+    } else {
+        resolve(spec).ok().and_then(|d| fingerprint_file(&d.join("model.safetensors")).ok())
+    };
+    let model = Arc::new(Model { embedder, fingerprint, name: spec.to_string() });
+    Ok(cache.lock().map_err(|_| poisoned())?.entry(key).or_insert(model).clone())
+}
+
+fn poisoned() -> Error {
+    Error::Internal("the model cache was poisoned by a panic in another thread".into())
+}
+
+/// Bytes of a weights file's data that go into its fingerprint, after the header.
+const FINGERPRINT_DATA: usize = 1 << 20;
+
+/// A model's identity: the first 16 hex digits of SHA-256 over a safetensors file's length,
+/// its header (tensor names, shapes, dtypes, offsets) and the first MiB of its tensor data.
+/// Cheap (reads ~1 MiB), stable across copies and paths, and different for a fine-tuned
+/// model of the same shape (its data differs), which a header alone would not tell apart.
+#[must_use]
+pub fn fingerprint_bytes(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    let hlen = bytes.get(..8).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or_default()) as usize);
+    let end = (8 + hlen).saturating_add(FINGERPRINT_DATA).min(bytes.len());
+    let mut h = Sha256::new();
+    h.update((bytes.len() as u64).to_le_bytes());
+    h.update(&bytes[..end]);
+    h.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+/// [`fingerprint_bytes`] of a file, reading only what it needs.
+///
+/// # Errors
+/// If the file cannot be read.
+pub fn fingerprint_file(path: &Path) -> Result<String> {
+    use sha2::{Digest, Sha256};
+    use std::io::Read;
+    let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let len = f.metadata().map_err(|e| Error::io(path, e))?.len();
+    let mut n = [0u8; 8];
+    f.read_exact(&mut n).map_err(|e| Error::io(path, e))?;
+    let hlen = u64::from_le_bytes(n);
+    let want = (8 + hlen).saturating_add(FINGERPRINT_DATA as u64).min(len) - 8;
+    let mut rest = Vec::with_capacity(want as usize);
+    f.take(want).read_to_end(&mut rest).map_err(|e| Error::io(path, e))?;
+    let mut h = Sha256::new();
+    h.update(len.to_le_bytes());
+    h.update(n);
+    h.update(&rest);
+    Ok(h.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect())
 }
 
 /// Load a model directory, choosing the loader by its contents.

@@ -13,20 +13,29 @@ use crate::{Error, Result};
 /// If the file cannot be written.
 pub fn write_f32(path: &Path, data: &[f32], rows: usize, cols: usize) -> Result<()> {
     assert_eq!(data.len(), rows * cols, "data does not match the shape");
-    let mut header = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': ({rows}, {cols}), }}");
-    // Pad so that the data starts on a multiple of 64 bytes, ending the header with '\n'.
-    let total = 10 + header.len() + 1;
-    header.push_str(&" ".repeat((64 - total % 64) % 64));
-    header.push('\n');
-    let mut out = Vec::with_capacity(10 + header.len() + data.len() * 4);
-    out.extend_from_slice(b"\x93NUMPY\x01\x00");
-    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
-    out.extend_from_slice(header.as_bytes());
+    let mut out = header_f32(rows, cols);
+    out.reserve(data.len() * 4);
     for v in data {
         out.extend_from_slice(&v.to_le_bytes());
     }
     let mut f = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
     f.write_all(&out).map_err(|e| Error::io(path, e))
+}
+
+/// The preamble and header of a little-endian float32 array of shape `[rows, cols]`; the
+/// `rows * cols` values follow it, little-endian (for writers that stream the data).
+#[must_use]
+pub fn header_f32(rows: usize, cols: usize) -> Vec<u8> {
+    let mut header = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': ({rows}, {cols}), }}");
+    // Pad so that the data starts on a multiple of 64 bytes, ending the header with '\n'.
+    let total = 10 + header.len() + 1;
+    header.push_str(&" ".repeat((64 - total % 64) % 64));
+    header.push('\n');
+    let mut out = Vec::with_capacity(10 + header.len());
+    out.extend_from_slice(b"\x93NUMPY\x01\x00");
+    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    out.extend_from_slice(header.as_bytes());
+    out
 }
 
 /// Read a little-endian float32 or float16 2-D `.npy` file as f32: `(data, rows, cols)`.

@@ -152,6 +152,45 @@ pub fn png(svg: &str, scale: f32) -> crate::Result<Vec<u8>> {
     pixmap.encode_png().map_err(|e| crate::Error::Internal(format!("PNG: {e}")))
 }
 
+/// The plot of one document: the curve of neighbouring-sentence similarity under `base`'s
+/// model, and the cuts of the chunker each spec builds. Returns the SVG and the cuts.
+///
+/// # Errors
+/// A chunker's build or model error.
+pub fn document(
+    title: &str,
+    text: &str,
+    base: &crate::spec::ChunkerSpec,
+    specs: &[crate::spec::ChunkerSpec],
+) -> crate::Result<(String, Vec<Cuts>)> {
+    use crate::chunkers::ChunkerKind;
+    let seg = crate::segment::Segmenter::default();
+    let sentences = seg.sentences(text);
+    let starts: Vec<usize> = sentences.iter().map(|s| s.start).collect();
+    let model = base.load_model()?;
+    let texts: Vec<&str> = sentences.iter().map(|s| s.text(text)).collect();
+    let (emb, _) = crate::embed::embed_texts(model.embedder.as_ref(), &texts, Default::default())?;
+    let band = crate::similarity::band(&emb.data, emb.dim, 1, &base.compute()?)?;
+    let sims: Vec<f64> =
+        (0..texts.len()).map(|i| if i == 0 { 0.0 } else { f64::from(band.sim(i, i - 1)) }).collect();
+    let mut cuts = Vec::new();
+    for spec in specs {
+        let c = spec.build()?;
+        let chunk_starts: Vec<usize> = c.chunk(text)?.iter().map(|s| s.start).collect();
+        let units = crate::eval::segmentation::unit_starts_of(&chunk_starts, &starts);
+        cuts.push(Cuts { name: c.name().to_string(), starts: units });
+    }
+    let threshold = match specs.iter().find(|s| s.chunker == ChunkerKind::Maxmin) {
+        Some(s) => Some((
+            s.resolved_hard_thr()? / s.maxmin.init_const,
+            "Max–Min first-pair threshold hard_thr/init_const",
+        )),
+        None => None,
+    };
+    let title = format!("{title} — {} sentences, {}", texts.len(), model.embedder.describe());
+    Ok((svg(&title, &sims, &cuts, threshold), cuts))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -116,8 +116,20 @@ fn directory_walk_skips_binaries_and_empty_files() {
     assert!(ids.iter().all(|i| i.ends_with("a.txt") || i.ends_with("b.md")), "{ids:?}");
     assert!(ids.iter().any(|i| i.ends_with("b.md")));
     let err = stderr(&out);
-    assert!(err.contains("skipped 1 binary file") && err.contains("c.txt"), "{err}");
+    assert!(err.contains("skipped 1 document(s) (1 binary)") && err.contains("c.txt"), "{err}");
     assert!(err.contains("3 documents"), "{err}");
+    // With -o, the skipped file is listed beside the output; --on-error stop stops on it.
+    let out_path = d.join("out/chunks.jsonl");
+    std::fs::create_dir(d.join("out")).unwrap();
+    let out = seamcut(&["chunk", d.to_str().unwrap(), "-o", out_path.to_str().unwrap(), "-q"], None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let errors = std::fs::read_to_string(d.join("out/chunks.errors.jsonl")).unwrap();
+    let e: serde_json::Value = serde_json::from_str(errors.lines().next().unwrap()).unwrap();
+    assert_eq!((e["kind"].as_str(), e["action"].as_str()), (Some("binary"), Some("skipped")), "{e}");
+    assert!(e["error"].as_str().unwrap().contains("c.txt"), "{e}");
+    let out = seamcut(&["chunk", d.to_str().unwrap(), "--on-error", "stop"], None);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("c.txt") && stderr(&out).contains("binary"), "{}", stderr(&out));
 
     // A binary file named explicitly is an error, not a silent skip.
     let out = seamcut(&["chunk", d.join("c.txt").to_str().unwrap()], None);
@@ -152,13 +164,18 @@ fn jsonl_corpora() {
     assert!(ids.contains(&"7".to_string()));
     assert!(ids.last().unwrap().ends_with("c.jsonl:4"), "{ids:?}");
 
-    std::fs::write(&f, "{\"text\": \"ok\"}\n{\"text\": 5}\n").unwrap();
-    let out = seamcut(&["chunk", f.to_str().unwrap(), "--input-format", "jsonl"], None);
+    // A bad line is skipped and reported by default, and the lines after it are read.
+    std::fs::write(&f, "{\"text\": \"ok\"}\n{\"text\": 5}\n{\"text\": \"after\"}\n").unwrap();
+    let out = seamcut(&["chunk", f.to_str().unwrap()], None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(records(&out).len(), 2);
+    assert!(stderr(&out).contains("c.jsonl:2") && stderr(&out).contains("skipped"), "{}", stderr(&out));
+    let out = seamcut(&["chunk", f.to_str().unwrap(), "--input-format", "jsonl", "--on-error", "stop"], None);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("c.jsonl:2"), "{}", stderr(&out));
 
     std::fs::write(&f, "{\"text\": \"ok\"\n").unwrap();
-    let out = seamcut(&["chunk", f.to_str().unwrap(), "--input-format", "jsonl"], None);
+    let out = seamcut(&["chunk", f.to_str().unwrap(), "--on-error", "stop"], None);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("c.jsonl:1: invalid JSON"), "{}", stderr(&out));
 }

@@ -49,12 +49,12 @@ fn check_all(
     min: usize,
     overlap: usize,
 ) -> Result<(), TestCaseError> {
-    for kind in ChunkerKind::ALL {
+    for kind in ChunkerKind::ALL.into_iter().filter(|k| k.is_baseline()) {
         let ov = if kind == ChunkerKind::Fixed { overlap.min(cap - 1) } else { 0 };
         let mn = if kind == ChunkerKind::Fixed { 0 } else { min.min(cap) };
         let opts = ChunkOptions::new(cap).with_min_tokens(mn).with_overlap(ov);
         let chunker = build(kind, sizer.clone(), opts).unwrap();
-        let chunks = chunker.chunk(text);
+        let chunks = chunker.chunk(text).unwrap();
         if let Err(e) = verify(text, &chunks, chunker.overlapping()) {
             return Err(TestCaseError::fail(format!("{}: {e} on {text:?}", kind.name())));
         }
@@ -125,7 +125,7 @@ proptest! {
 fn uncapped_chunkers_cover() {
     let text = "One. Two. Three.\n\nFour five six. Seven.";
     for kind in [ChunkerKind::Recursive, ChunkerKind::Sentence, ChunkerKind::Paragraph] {
-        let c = build(kind, Arc::new(WordSizer), ChunkOptions::new(0)).unwrap().chunk(text);
+        let c = build(kind, Arc::new(WordSizer), ChunkOptions::new(0)).unwrap().chunk(text).unwrap();
         verify(text, &c, false).unwrap();
     }
 }

@@ -63,7 +63,7 @@ proptest! {
                 1 => seamcut::chunkers::semantic::Splitter::Delimiters { min_bytes: 24 },
                 _ => seamcut::chunkers::semantic::Splitter::Paragraphs,
             });
-            let chunks = c.chunk(&text);
+            let chunks = c.chunk(&text).unwrap();
             if let Err(e) = verify(&text, &chunks, false) {
                 return Err(TestCaseError::fail(format!("{rule:?}: {e}")));
             }
@@ -87,7 +87,7 @@ fn maxmin_without_cap_is_the_reference_rule_on_segment_sentences() {
         let want = maxmin(&band, &vec![0; n], &p);
         let c = chunker(Rule::MaxMin(p), ChunkOptions::new(0))
             .with_splitter(seamcut::chunkers::semantic::Splitter::Segmenter);
-        let chunks = c.chunk(&text);
+        let chunks = c.chunk(&text).unwrap();
         let got: Vec<usize> = chunks
             .iter()
             .map(|ch| {
@@ -109,7 +109,7 @@ fn paragraph_units_never_cut_a_paragraph_that_fits() {
     for rule in rules() {
         // The default splitter: whole paragraphs (each well under 100 tokens; the cap forces
         // cuts, which must fall between paragraphs).
-        let chunks = chunker(rule, ChunkOptions::new(100)).chunk(&text);
+        let chunks = chunker(rule, ChunkOptions::new(100)).chunk(&text).unwrap();
         verify(&text, &chunks, false).unwrap();
         for ch in &chunks[1..] {
             assert!(
@@ -126,7 +126,7 @@ fn paragraph_units_never_cut_a_paragraph_that_fits() {
 fn every_rule_covers_prose() {
     let text = PROSE;
     for rule in rules() {
-        let chunks = chunker(rule, ChunkOptions::new(512)).chunk(text);
+        let chunks = chunker(rule, ChunkOptions::new(512)).chunk(text).unwrap();
         verify(text, &chunks, false).unwrap();
         assert!(!chunks.is_empty(), "{rule:?}");
     }
@@ -137,7 +137,8 @@ fn batching_documents_together_changes_nothing() {
     let docs = [PROSE, "", "One short document. With two sentences.", &PROSE.repeat(2), "   "];
     for rule in rules() {
         let c = chunker(rule, ChunkOptions::new(64).with_min_tokens(4));
-        let one_by_one: Vec<_> = docs.iter().map(|d| c.chunk(d)).collect();
-        assert_eq!(c.chunk_batch(&docs), one_by_one, "{rule:?}");
+        let one_by_one: Vec<_> = docs.iter().map(|d| c.chunk(d).unwrap()).collect();
+        let together: Vec<_> = c.chunk_batch(&docs).into_iter().map(Result::unwrap).collect();
+        assert_eq!(together, one_by_one, "{rule:?}");
     }
 }

@@ -35,7 +35,15 @@ impl Chunker for FixedChunker {
         self.opts.overlap > 0
     }
 
-    fn chunk(&self, text: &str) -> Vec<ChunkSpan> {
+    fn chunk(&self, text: &str) -> crate::Result<Vec<ChunkSpan>> {
+        Ok(self.spans(text))
+    }
+}
+
+impl FixedChunker {
+    /// The chunks of `text` (this chunker cannot fail).
+    #[must_use]
+    pub fn spans(&self, text: &str) -> Vec<ChunkSpan> {
         if text.trim().is_empty() {
             return Vec::new();
         }

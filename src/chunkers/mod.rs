@@ -12,7 +12,7 @@
 //! use seamcut::sizer::WordSizer;
 //! let chunker = build(ChunkerKind::Sentence, Arc::new(WordSizer), ChunkOptions::new(8)).unwrap();
 //! let text = "One two three. Four five six. Seven eight nine ten.";
-//! let chunks = chunker.chunk(text);
+//! let chunks = chunker.chunk(text).unwrap();
 //! assert_eq!(chunks.len(), 2);
 //! assert!(chunks.iter().all(|c| c.tokens <= 8));
 //! ```
@@ -70,7 +70,7 @@ impl ChunkOptions {
         }
     }
 
-    fn validate(&self, kind: ChunkerKind) -> Result<()> {
+    pub(crate) fn validate(&self, kind: ChunkerKind) -> Result<()> {
         if self.max_tokens != 0 && self.min_tokens > self.max_tokens {
             return Err(Error::Config(format!(
                 "--min-tokens {} is larger than --max-tokens {}",
@@ -95,21 +95,37 @@ impl ChunkOptions {
     }
 }
 
-/// The chunkers seamcut offers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// The chunkers seamcut offers, as the CLI and chunker specs name them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum ChunkerKind {
     /// Fixed windows of `max_tokens` tokens, optionally overlapping.
     Fixed,
     /// Recursive separators: paragraph → line → sentence → word → token.
     Recursive,
     /// Sentences packed greedily up to the cap.
+    #[default]
     Sentence,
     /// One chunk per paragraph; a paragraph over the cap is packed by sentences.
     Paragraph,
+    /// Max–Min semantic chunking over unit embeddings (Kiss, Nagy, Szilágyi 2025).
+    Maxmin,
+    /// Savitzky–Golay minima of window-to-unit similarity (chonkie's SemanticChunker).
+    Minima,
+    /// Breakpoints on neighbour distances (LangChain/LlamaIndex SemanticChunker).
+    Breakpoint,
 }
 
 impl ChunkerKind {
-    pub const ALL: [Self; 4] = [Self::Fixed, Self::Recursive, Self::Sentence, Self::Paragraph];
+    pub const ALL: [Self; 7] = [
+        Self::Fixed,
+        Self::Recursive,
+        Self::Sentence,
+        Self::Paragraph,
+        Self::Maxmin,
+        Self::Minima,
+        Self::Breakpoint,
+    ];
 
     #[must_use]
     pub fn name(self) -> &'static str {
@@ -118,7 +134,22 @@ impl ChunkerKind {
             Self::Recursive => "recursive",
             Self::Sentence => "sentence",
             Self::Paragraph => "paragraph",
+            Self::Maxmin => "maxmin",
+            Self::Minima => "minima",
+            Self::Breakpoint => "breakpoint",
         }
+    }
+
+    /// Whether the chunker sizes text only (no model): fixed, recursive, sentence, paragraph.
+    #[must_use]
+    pub fn is_baseline(self) -> bool {
+        matches!(self, Self::Fixed | Self::Recursive | Self::Sentence | Self::Paragraph)
+    }
+}
+
+impl std::fmt::Display for ChunkerKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 
@@ -127,7 +158,8 @@ impl std::str::FromStr for ChunkerKind {
 
     fn from_str(s: &str) -> Result<Self> {
         Self::ALL.into_iter().find(|k| k.name() == s).ok_or_else(|| {
-            Error::Config(format!("unknown chunker {s:?} (known: fixed, recursive, sentence, paragraph)"))
+            let known: Vec<&str> = Self::ALL.iter().map(|k| k.name()).collect();
+            Error::Config(format!("unknown chunker {s:?} (known: {})", known.join(", ")))
         })
     }
 }
@@ -137,12 +169,18 @@ pub trait Chunker: Send + Sync {
     /// The chunker's name as the CLI spells it.
     fn name(&self) -> &'static str;
 
-    /// Chunk one document. Never panics; an empty or whitespace-only text gives no chunks.
-    fn chunk(&self, text: &str) -> Vec<ChunkSpan>;
+    /// Chunk one document. An empty or whitespace-only text gives no chunks. Baselines
+    /// never fail; an embedding chunker fails when its model does (see
+    /// [`semantic::ModelErrorPolicy`] for the sentence-packing fallback a caller may choose).
+    ///
+    /// # Errors
+    /// When the model fails on this document.
+    fn chunk(&self, text: &str) -> Result<Vec<ChunkSpan>>;
 
-    /// Chunk many documents; results in input order. The default runs [`Self::chunk`] on
-    /// each in parallel; embedding chunkers override it to embed all sentences together.
-    fn chunk_batch(&self, texts: &[&str]) -> Vec<Vec<ChunkSpan>> {
+    /// Chunk many documents; one result per document, in input order. The default runs
+    /// [`Self::chunk`] on each in parallel; embedding chunkers override it to embed all units
+    /// together.
+    fn chunk_batch(&self, texts: &[&str]) -> Vec<Result<Vec<ChunkSpan>>> {
         use rayon::prelude::*;
         texts.par_iter().with_max_len(1).map(|t| self.chunk(t)).collect()
     }
@@ -151,12 +189,26 @@ pub trait Chunker: Send + Sync {
     fn overlapping(&self) -> bool {
         false
     }
+
+    /// The embedding chunker's staged interface (units → vectors → band → starts → chunks),
+    /// which corpus jobs drive stage by stage; `None` for the baselines.
+    fn semantic(&self) -> Option<&semantic::SemanticChunker> {
+        None
+    }
+
+    /// One line on the settings that matter for reports: the name, and for embedding
+    /// chunkers the model and any calibrated threshold and where it came from.
+    fn describe(&self) -> String {
+        self.name().to_string()
+    }
 }
 
-/// Build a chunker.
+/// Build a baseline chunker (fixed, recursive, sentence, paragraph) from a sizer. Embedding
+/// chunkers need a model: build them from a [`crate::spec::ChunkerSpec`].
 ///
 /// # Errors
-/// If the options do not make sense for this chunker (e.g. overlap ≥ cap).
+/// If the options do not make sense for this chunker (e.g. overlap ≥ cap), or `kind` is an
+/// embedding chunker.
 pub fn build(kind: ChunkerKind, sizer: Arc<dyn Sizer>, opts: ChunkOptions) -> Result<Box<dyn Chunker>> {
     opts.validate(kind)?;
     Ok(match kind {
@@ -164,5 +216,10 @@ pub fn build(kind: ChunkerKind, sizer: Arc<dyn Sizer>, opts: ChunkOptions) -> Re
         ChunkerKind::Recursive => Box::new(recursive::RecursiveChunker::new(sizer, opts)),
         ChunkerKind::Sentence => Box::new(sentence::SentenceChunker::new(sizer, opts)),
         ChunkerKind::Paragraph => Box::new(paragraph::ParagraphChunker::new(sizer, opts)),
+        ChunkerKind::Maxmin | ChunkerKind::Minima | ChunkerKind::Breakpoint => {
+            return Err(Error::Config(format!(
+                "{kind} needs a model: build it from a ChunkerSpec (seamcut::spec)"
+            )))
+        }
     })
 }

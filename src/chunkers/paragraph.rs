@@ -28,7 +28,15 @@ impl Chunker for ParagraphChunker {
         "paragraph"
     }
 
-    fn chunk(&self, text: &str) -> Vec<ChunkSpan> {
+    fn chunk(&self, text: &str) -> crate::Result<Vec<ChunkSpan>> {
+        Ok(self.spans(text))
+    }
+}
+
+impl ParagraphChunker {
+    /// The chunks of `text` (this chunker cannot fail).
+    #[must_use]
+    pub fn spans(&self, text: &str) -> Vec<ChunkSpan> {
         if text.trim().is_empty() {
             return Vec::new();
         }

@@ -25,13 +25,28 @@ use crate::sizer::Sizer;
 use crate::span::trim;
 
 /// How a window of sentences is embedded for minima and breakpoints.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum WindowMode {
     /// The mean of the sentences' vectors: no extra model calls.
     #[default]
     Mean,
     /// Re-embed the window's text, as chonkie and LangChain do: (W+1)× the model work.
     Concat,
+}
+
+/// What a document gets when its model pass fails (a device error, a model that cannot
+/// take its text): the caller's choice, counted in job summaries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ModelErrorPolicy {
+    /// Chunk it by sentence packing under the same cap and minimum, so no text is lost;
+    /// jobs count and list such documents.
+    #[default]
+    Sentence,
+    /// Report the error for that document (a corpus job then skips or stops, as
+    /// `--on-error` says).
+    Fail,
 }
 
 /// A boundary rule and its parameters.
@@ -72,6 +87,32 @@ pub enum Splitter {
 /// The longest chunk, in sentences, Max–Min may grow (the band's width).
 pub const MAX_CHUNK_SENTENCES: usize = 256;
 
+/// An embedding-first chunker: Max–Min, minima or breakpoints over unit vectors.
+///
+/// [`Chunker::chunk`] runs every stage; a caller that embeds elsewhere (a GPU service,
+/// another process) or overlaps stages drives them one by one:
+///
+/// 1. [`Self::units`]: the document's units (covering spans with token counts);
+/// 2. [`unit_texts`]: the text of each unit, what to embed;
+/// 3. vectors: [`crate::embed::prepare`] + [`crate::embed::run`] with [`Self::embedder`] and
+///    [`Self::embed_options`], or any L2-normalised vectors of the same model, `n × dim`;
+/// 4. [`Self::chunk_with_vectors`]: the band of similarities, the rule's chunk starts, the
+///    sizing pass (cap and minimum) and exact token counts, giving chunk spans and the unit
+///    range of each chunk.
+///
+/// ```
+/// use seamcut::chunkers::semantic::unit_texts;
+/// use seamcut::spec::ChunkerSpec;
+/// let spec: ChunkerSpec = serde_json::from_str(r#"{"chunker": "maxmin"}"#).unwrap();
+/// let chunker = spec.build().unwrap();
+/// let sc = chunker.semantic().unwrap();
+/// let text = "Cats purr. Cats sleep.\n\nTax law is complex. Taxes are due in April.";
+/// let units = sc.units(text);
+/// let texts = unit_texts(text, &units);
+/// let (vectors, _) = seamcut::embed::embed_texts(sc.embedder().as_ref(), &texts, sc.embed_options()).unwrap();
+/// let chunks = sc.chunk_with_vectors(text, &units, &vectors.data).unwrap();
+/// assert_eq!(chunks.spans, chunker.chunk(text).unwrap());
+/// ```
 pub struct SemanticChunker {
     embedder: Arc<dyn Embedder>,
     sizer: Arc<dyn Sizer>,
@@ -81,6 +122,22 @@ pub struct SemanticChunker {
     segmenter: Segmenter,
     splitter: Splitter,
     embed_opts: EmbedOptions,
+    policy: ModelErrorPolicy,
+    description: String,
+    fallbacks: std::sync::atomic::AtomicU64,
+}
+
+/// The chunks of one document and, for each, the range of units it groups.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SemanticChunks {
+    pub spans: Vec<ChunkSpan>,
+    pub unit_ranges: Vec<std::ops::Range<usize>>,
+}
+
+/// The text of each unit, trimmed: what stage 3 embeds.
+#[must_use]
+pub fn unit_texts<'t>(text: &'t str, units: &Units) -> Vec<&'t str> {
+    units.spans.iter().map(|s| trim(text, *s).text(text)).collect()
 }
 
 impl SemanticChunker {
@@ -92,6 +149,7 @@ impl SemanticChunker {
         rule: Rule,
         opts: ChunkOptions,
     ) -> Self {
+        let description = format!("{} on {}", rule.name(), embedder.describe());
         Self {
             embedder,
             sizer,
@@ -101,6 +159,9 @@ impl SemanticChunker {
             segmenter: Segmenter::default(),
             splitter: Splitter::default(),
             embed_opts: EmbedOptions::default(),
+            policy: ModelErrorPolicy::default(),
+            description,
+            fallbacks: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -109,6 +170,45 @@ impl SemanticChunker {
     pub fn with_splitter(mut self, splitter: Splitter) -> Self {
         self.splitter = splitter;
         self
+    }
+
+    /// Choose what a document whose model pass fails gets.
+    #[must_use]
+    pub fn with_model_error_policy(mut self, policy: ModelErrorPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// The line [`Chunker::describe`] returns.
+    #[must_use]
+    pub fn with_description(mut self, d: String) -> Self {
+        self.description = d;
+        self
+    }
+
+    /// The model that embeds the units.
+    #[must_use]
+    pub fn embedder(&self) -> &Arc<dyn Embedder> {
+        &self.embedder
+    }
+
+    /// Batching options for stage 3.
+    #[must_use]
+    pub fn embed_options(&self) -> EmbedOptions {
+        self.embed_opts
+    }
+
+    /// The sizer chunks are counted with.
+    #[must_use]
+    pub fn sizer(&self) -> &Arc<dyn Sizer> {
+        &self.sizer
+    }
+
+    /// Documents chunked by the sentence-packing fallback so far (through [`Chunker::chunk`]
+    /// and [`Chunker::chunk_batch`]).
+    #[must_use]
+    pub fn fallbacks(&self) -> u64 {
+        self.fallbacks.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     fn embed(&self, texts: &[&str]) -> crate::Result<Vec<f32>> {
@@ -188,8 +288,9 @@ impl SemanticChunker {
         })
     }
 
-    /// Sentence units of a document, each within the cap and the model's window.
-    fn units(&self, text: &str) -> Units {
+    /// Stage 1: the document's units, each within the cap and the model's window.
+    #[must_use]
+    pub fn units(&self, text: &str) -> Units {
         let cap = self.opts.cap();
         let (pre, post) = self.embedder.special_ids();
         let window = self
@@ -217,16 +318,35 @@ impl SemanticChunker {
             return Ok(Vec::new());
         }
         let units = self.units(text);
-        let unit_texts: Vec<&str> = units.spans.iter().map(|s| trim(text, *s).text(text)).collect();
-        let vectors = self.embed(&unit_texts)?;
-        self.finish(text, &units, &vectors)
+        let vectors = self.embed(&unit_texts(text, &units))?;
+        Ok(self.chunk_with_vectors(text, &units, &vectors)?.spans)
     }
 
-    /// Everything after embedding: band, rule, sizing, exact counts.
-    fn finish(&self, text: &str, units: &Units, vectors: &[f32]) -> crate::Result<Vec<ChunkSpan>> {
+    /// Stage 4: everything after embedding (band, rule, sizing, exact counts) for one
+    /// document's units and their vectors (`units.len() × dim`, L2-normalised).
+    ///
+    /// # Errors
+    /// If the vectors do not match the units, or the device fails computing the band (or
+    /// re-embedding windows with [`WindowMode::Concat`]).
+    pub fn chunk_with_vectors(
+        &self,
+        text: &str,
+        units: &Units,
+        vectors: &[f32],
+    ) -> crate::Result<SemanticChunks> {
         let cap = self.opts.cap();
         let n = units.len();
-        let unit_texts: Vec<&str> = units.spans.iter().map(|s| trim(text, *s).text(text)).collect();
+        if vectors.len() != n * self.embedder.dim() {
+            return Err(crate::Error::Config(format!(
+                "{} vectors of dimension {} for {n} units",
+                vectors.len() / self.embedder.dim().max(1),
+                self.embedder.dim()
+            )));
+        }
+        if n == 0 {
+            return Ok(SemanticChunks::default());
+        }
+        let unit_texts = unit_texts(text, units);
         let width = match self.rule {
             Rule::MaxMin(_) => MAX_CHUNK_SENTENCES.min(n.max(1)),
             _ => 1,
@@ -237,7 +357,7 @@ impl SemanticChunker {
         let starts = sizing::size(&starts, &units.tokens, &seam, self.opts.max_tokens, self.opts.min_tokens);
         // Exact counts of each chunk's text; a chunk the tokenizer counts over the cap (it is
         // not additive) is split at its weakest seam again.
-        let mut chunks = Vec::with_capacity(starts.len());
+        let mut out = SemanticChunks::default();
         let mut stack: Vec<(usize, usize)> = starts
             .iter()
             .enumerate()
@@ -253,38 +373,53 @@ impl SemanticChunker {
                 stack.push((a, cut));
                 continue;
             }
-            chunks.push(ChunkSpan { start, end, tokens, sentences: 0 });
+            out.spans.push(ChunkSpan { start, end, tokens, sentences: 0 });
+            out.unit_ranges.push(a..b);
         }
-        fill_sentence_counts(&mut chunks, &units.sentence_starts);
-        Ok(chunks)
+        fill_sentence_counts(&mut out.spans, &units.sentence_starts);
+        Ok(out)
     }
 
-    /// Chunk many documents with one embedding pass: the sentences of all of them are
+    /// The chunks a document gets when its model pass failed with `err`: sentence packing
+    /// under the same cap and minimum ([`ModelErrorPolicy::Sentence`]), or the error back
+    /// ([`ModelErrorPolicy::Fail`]).
+    ///
+    /// # Errors
+    /// `err`, under [`ModelErrorPolicy::Fail`].
+    pub fn fallback(&self, text: &str, err: crate::Error) -> crate::Result<Vec<ChunkSpan>> {
+        match self.policy {
+            ModelErrorPolicy::Fail => Err(err),
+            ModelErrorPolicy::Sentence => {
+                self.fallbacks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                Ok(super::sentence::SentenceChunker::new(self.sizer.clone(), self.opts).spans(text))
+            }
+        }
+    }
+
+    /// Chunk many documents with one embedding pass: the units of all of them are
     /// batched together by token budget (so a GPU sees full batches even for short
     /// documents), then each document's band, rule and sizing run in parallel.
-    fn try_chunk_batch(&self, texts: &[&str]) -> crate::Result<Vec<Vec<ChunkSpan>>> {
+    fn try_chunk_batch(&self, texts: &[&str]) -> crate::Result<Vec<crate::Result<Vec<ChunkSpan>>>> {
         use rayon::prelude::*;
-        let units: Vec<Option<Units>> =
-            texts.par_iter().map(|t| (!t.trim().is_empty()).then(|| self.units(t))).collect();
+        let units: Vec<Units> = texts.par_iter().map(|t| self.units(t)).collect();
         let mut all: Vec<&str> = Vec::new();
         let mut offsets = Vec::with_capacity(texts.len());
         for (t, u) in texts.iter().zip(&units) {
             offsets.push(all.len());
-            if let Some(u) = u {
-                all.extend(u.spans.iter().map(|s| trim(t, *s).text(t)));
-            }
+            all.extend(unit_texts(t, u));
         }
         let vectors = self.embed(&all)?;
         let dim = self.embedder.dim();
-        texts
+        Ok(texts
             .par_iter()
             .zip(&units)
             .zip(&offsets)
-            .map(|((t, u), &off)| match u {
-                None => Ok(Vec::new()),
-                Some(u) => self.finish(t, u, &vectors[off * dim..(off + u.len()) * dim]),
+            .map(|((t, u), &off)| {
+                self.chunk_with_vectors(t, u, &vectors[off * dim..(off + u.len()) * dim])
+                    .map(|c| c.spans)
+                    .or_else(|e| self.fallback(t, e))
             })
-            .collect()
+            .collect())
     }
 }
 
@@ -293,26 +428,23 @@ impl Chunker for SemanticChunker {
         self.rule.name()
     }
 
-    fn chunk_batch(&self, texts: &[&str]) -> Vec<Vec<ChunkSpan>> {
+    fn describe(&self) -> String {
+        self.description.clone()
+    }
+
+    fn semantic(&self) -> Option<&SemanticChunker> {
+        Some(self)
+    }
+
+    fn chunk_batch(&self, texts: &[&str]) -> Vec<crate::Result<Vec<ChunkSpan>>> {
         match self.try_chunk_batch(texts) {
             Ok(c) => c,
-            // Fall back document by document, so one bad document does not cost the batch.
+            // Go document by document, so one bad document does not cost the batch.
             Err(_) => texts.iter().map(|t| self.chunk(t)).collect(),
         }
     }
 
-    fn chunk(&self, text: &str) -> Vec<ChunkSpan> {
-        match self.try_chunk(text) {
-            Ok(c) => c,
-            Err(e) => {
-                // A model failure on one document must not lose its text: fall back to
-                // sentence packing, and say so.
-                eprintln!(
-                    "seamcut: warning: {} failed ({e}); sentence packing used for this document",
-                    self.name()
-                );
-                super::sentence::SentenceChunker::new(self.sizer.clone(), self.opts).chunk(text)
-            }
-        }
+    fn chunk(&self, text: &str) -> crate::Result<Vec<ChunkSpan>> {
+        self.try_chunk(text).or_else(|e| self.fallback(text, e))
     }
 }

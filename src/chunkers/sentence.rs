@@ -27,7 +27,15 @@ impl Chunker for SentenceChunker {
         "sentence"
     }
 
-    fn chunk(&self, text: &str) -> Vec<ChunkSpan> {
+    fn chunk(&self, text: &str) -> crate::Result<Vec<ChunkSpan>> {
+        Ok(self.spans(text))
+    }
+}
+
+impl SentenceChunker {
+    /// The chunks of `text` (this chunker cannot fail).
+    #[must_use]
+    pub fn spans(&self, text: &str) -> Vec<ChunkSpan> {
         if text.trim().is_empty() {
             return Vec::new();
         }

@@ -165,18 +165,47 @@ impl EmbedStats {
     }
 }
 
-/// Embed `texts` with `model`; vectors come back in input order, L2-normalised.
-///
-/// # Errors
-/// On a model failure.
-pub fn embed_texts(
-    model: &dyn Embedder,
-    texts: &[&str],
-    opts: EmbedOptions,
-) -> Result<(Embeddings, EmbedStats)> {
+/// Texts tokenized, windowed and planned into token-budget batches: the CPU half of
+/// embedding, which a corpus job runs for batch k+1 while the device runs [`run`] on batch k.
+#[derive(Debug, Clone, Default)]
+pub struct Prepared {
+    /// Every window of every text, special tokens added.
+    seqs: Vec<Vec<u32>>,
+    /// The text each window belongs to.
+    owner: Vec<usize>,
+    /// Windows per text.
+    windows: Vec<usize>,
+    /// Batches of window indices, from [`batch::plan`].
+    plan: Vec<Vec<usize>>,
+    specials: usize,
+    stats: EmbedStats,
+}
+
+impl Prepared {
+    /// Texts prepared.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.windows.len()
+    }
+
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.windows.is_empty()
+    }
+
+    /// Real tokens (special tokens included) the device will see.
+    #[must_use]
+    pub fn tokens(&self) -> usize {
+        self.seqs.iter().map(Vec::len).sum()
+    }
+}
+
+/// Tokenize `texts` for `model`, apply the long-input rule and plan the batches.
+#[must_use]
+pub fn prepare(model: &dyn Embedder, texts: &[&str], opts: EmbedOptions) -> Prepared {
     let (pre, post) = model.special_ids();
     let window = model.max_tokens().map(|m| m.saturating_sub(pre.len() + post.len()).max(1));
-    // Tokenize in parallel; each text becomes one or more windows (sequence, owner, weight).
+    // Tokenize in parallel; each text becomes one or more windows.
     let per_text: Vec<(Vec<Vec<u32>>, bool)> = texts
         .par_iter()
         .with_min_len(16)
@@ -203,24 +232,37 @@ pub fn embed_texts(
             (seqs, long)
         })
         .collect();
-    let mut stats = EmbedStats { texts: texts.len(), ..EmbedStats::default() };
-    let mut seqs: Vec<&[u32]> = Vec::new();
-    let mut owner: Vec<usize> = Vec::new();
-    for (i, (windows, long)) in per_text.iter().enumerate() {
-        stats.long_texts += usize::from(*long);
+    let mut p = Prepared {
+        specials: pre.len() + post.len(),
+        stats: EmbedStats { texts: texts.len(), ..EmbedStats::default() },
+        ..Prepared::default()
+    };
+    for (i, (windows, long)) in per_text.into_iter().enumerate() {
+        p.stats.long_texts += usize::from(long);
+        p.windows.push(windows.len());
         for w in windows {
-            seqs.push(w);
-            owner.push(i);
+            p.seqs.push(w);
+            p.owner.push(i);
         }
     }
-    let lengths: Vec<usize> = seqs.iter().map(|s| s.len()).collect();
-    let plan = batch::plan(&lengths, opts.batch_tokens);
+    let lengths: Vec<usize> = p.seqs.iter().map(Vec::len).collect();
+    p.plan = batch::plan(&lengths, opts.batch_tokens);
+    p
+}
+
+/// Embed prepared texts: vectors in input order, L2-normalised (a text of several windows
+/// gets the token-weighted mean of its windows, normalised).
+///
+/// # Errors
+/// On a model failure.
+pub fn run(model: &dyn Embedder, p: &Prepared) -> Result<(Embeddings, EmbedStats)> {
     let dim = model.dim();
-    let mut seq_vecs = vec![0f32; seqs.len() * dim];
-    for group in &plan {
+    let mut stats = p.stats.clone();
+    let mut seq_vecs = vec![0f32; p.seqs.len() * dim];
+    for group in &p.plan {
         let mut fb = FlatBatch::default();
         for &k in group {
-            fb.push(seqs[k]);
+            fb.push(&p.seqs[k]);
         }
         stats.batches += 1;
         stats.tokens += fb.ids.len();
@@ -231,26 +273,38 @@ pub fn embed_texts(
         }
     }
     // Gather windows back to their texts.
-    let mut data = vec![0f32; texts.len() * dim];
-    let mut multi = vec![false; texts.len()];
-    for (k, &i) in owner.iter().enumerate() {
-        let weight = (seqs[k].len() - pre.len() - post.len()).max(1) as f32;
+    let n = p.windows.len();
+    let mut data = vec![0f32; n * dim];
+    for (k, &i) in p.owner.iter().enumerate() {
         let row = &mut data[i * dim..(i + 1) * dim];
-        if per_text[i].0.len() == 1 {
+        if p.windows[i] == 1 {
             row.copy_from_slice(&seq_vecs[k * dim..(k + 1) * dim]);
         } else {
-            multi[i] = true;
+            let weight = (p.seqs[k].len() - p.specials).max(1) as f32;
             for (r, v) in row.iter_mut().zip(&seq_vecs[k * dim..(k + 1) * dim]) {
                 *r += weight * v;
             }
         }
     }
-    for (i, m) in multi.iter().enumerate() {
-        if *m {
+    for (i, &w) in p.windows.iter().enumerate() {
+        if w > 1 {
             normalize(&mut data[i * dim..(i + 1) * dim]);
         }
     }
     Ok((Embeddings { dim, data }, stats))
+}
+
+/// Embed `texts` with `model`; vectors come back in input order, L2-normalised.
+/// [`prepare`] then [`run`].
+///
+/// # Errors
+/// On a model failure.
+pub fn embed_texts(
+    model: &dyn Embedder,
+    texts: &[&str],
+    opts: EmbedOptions,
+) -> Result<(Embeddings, EmbedStats)> {
+    run(model, &prepare(model, texts, opts))
 }
 
 /// L2-normalise a vector in place (a zero vector stays zero).

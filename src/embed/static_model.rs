@@ -36,7 +36,7 @@ struct StaticConfig {
     max_length: Option<usize>,
 }
 
-fn to_f32(dir: &Path, name: &str, view: &safetensors::tensor::TensorView<'_>) -> Result<Vec<f32>> {
+fn to_f32(dir: &str, name: &str, view: &safetensors::tensor::TensorView<'_>) -> Result<Vec<f32>> {
     let b = view.data();
     Ok(match view.dtype() {
         Dtype::F32 => b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect(),
@@ -44,26 +44,18 @@ fn to_f32(dir: &Path, name: &str, view: &safetensors::tensor::TensorView<'_>) ->
         Dtype::BF16 => b.chunks_exact(2).map(|c| half::bf16::from_le_bytes([c[0], c[1]]).to_f32()).collect(),
         Dtype::F64 => b.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap()) as f32).collect(),
         Dtype::I8 => b.iter().map(|&x| f32::from(x as i8)).collect(),
-        other => {
-            return Err(Error::model(
-                dir.display(),
-                format!("tensor {name:?} has unsupported dtype {other:?}"),
-            ))
-        }
+        other => return Err(Error::model(dir, format!("tensor {name:?} has unsupported dtype {other:?}"))),
     })
 }
 
-fn to_index(dir: &Path, view: &safetensors::tensor::TensorView<'_>) -> Result<Vec<usize>> {
+fn to_index(dir: &str, view: &safetensors::tensor::TensorView<'_>) -> Result<Vec<usize>> {
     let b = view.data();
     Ok(match view.dtype() {
         Dtype::I64 => b.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap()) as usize).collect(),
         Dtype::I32 => b.chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().unwrap()) as usize).collect(),
         Dtype::U32 => b.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap()) as usize).collect(),
         other => {
-            return Err(Error::model(
-                dir.display(),
-                format!("tensor \"mapping\" has unsupported dtype {other:?}"),
-            ))
+            return Err(Error::model(dir, format!("tensor \"mapping\" has unsupported dtype {other:?}")))
         }
     })
 }
@@ -84,21 +76,61 @@ impl StaticEmbedder {
         let path = dir.join("model.safetensors");
         let bytes = std::fs::read(&path)
             .map_err(|e| Error::model(dir.display(), format!("cannot read model.safetensors: {e}")))?;
-        let st = SafeTensors::deserialize(&bytes)
-            .map_err(|e| Error::model(dir.display(), format!("model.safetensors is corrupt: {e}")))?;
+        let tokenizer = load_tokenizer(dir)?;
+        let cfg: StaticConfig = if dir.join("config.json").is_file() {
+            read_json(dir, "config.json")?
+        } else {
+            StaticConfig::default()
+        };
+        Self::from_parts(&dir.display().to_string(), &bytes, tokenizer, cfg.max_length)
+    }
+
+    /// The default model, compiled into the binary (`models/default`), so that a binary
+    /// copied elsewhere or installed with `cargo install` needs no model files.
+    ///
+    /// # Errors
+    /// Never for the shipped model (a test loads it); kept fallible like every loader.
+    pub fn builtin_default() -> Result<Self> {
+        static MODEL: &[u8] = include_bytes!("../../models/default/model.safetensors");
+        static TOKENIZER: &[u8] = include_bytes!("../../models/default/tokenizer.json");
+        static CONFIG: &str = include_str!("../../models/default/config.json");
+        let label = "default (built in)";
+        let mut t = Tokenizer::from_bytes(TOKENIZER)
+            .map_err(|e| Error::model(label, format!("tokenizer.json is not valid: {e}")))?;
+        let _ = t.with_truncation(None);
+        t.with_padding(None);
+        let cfg: StaticConfig = serde_json::from_str(CONFIG)
+            .map_err(|e| Error::model(label, format!("config.json is not valid: {e}")))?;
+        Self::from_parts(label, MODEL, t, cfg.max_length)
+    }
+
+    /// The bytes of the built-in default model's `model.safetensors` (for its fingerprint).
+    #[must_use]
+    pub fn builtin_default_weights() -> &'static [u8] {
+        include_bytes!("../../models/default/model.safetensors")
+    }
+
+    fn from_parts(
+        label: &str,
+        bytes: &[u8],
+        tokenizer: Tokenizer,
+        max_length: Option<usize>,
+    ) -> Result<Self> {
+        let dir = label;
+        let st = SafeTensors::deserialize(bytes)
+            .map_err(|e| Error::model(dir, format!("model.safetensors is corrupt: {e}")))?;
         let emb = st
             .tensor("embeddings")
-            .map_err(|_| Error::model(dir.display(), "model.safetensors has no \"embeddings\" tensor"))?;
+            .map_err(|_| Error::model(dir, "model.safetensors has no \"embeddings\" tensor"))?;
         let shape = emb.shape().to_vec();
         if shape.len() != 2 || shape[0] == 0 || shape[1] == 0 {
             return Err(Error::model(
-                dir.display(),
+                dir,
                 format!("\"embeddings\" must be a 2-D matrix, has shape {shape:?}"),
             ));
         }
         let (rows, dim) = (shape[0], shape[1]);
         let matrix = to_f32(dir, "embeddings", &emb)?;
-        let tokenizer = load_tokenizer(dir)?;
         let vocab = tokenizer.get_vocab_size(true);
         let weights = match st.tensor("weights") {
             Ok(w) => Some(to_f32(dir, "weights", &w)?),
@@ -110,26 +142,18 @@ impl StaticEmbedder {
         };
         if mapping.is_none() && rows != vocab {
             return Err(Error::model(
-                dir.display(),
+                dir,
                 format!("\"embeddings\" has {rows} rows but the tokenizer has {vocab} tokens (and there is no \"mapping\")"),
             ));
         }
         if let Some(m) = &mapping {
             if m.len() < vocab || m.iter().any(|&r| r >= rows) {
-                return Err(Error::model(
-                    dir.display(),
-                    "\"mapping\" does not fit the tokenizer and the embeddings",
-                ));
+                return Err(Error::model(dir, "\"mapping\" does not fit the tokenizer and the embeddings"));
             }
         }
         if weights.as_ref().is_some_and(|w| w.len() < vocab) {
-            return Err(Error::model(dir.display(), "\"weights\" is shorter than the vocabulary"));
+            return Err(Error::model(dir, "\"weights\" is shorter than the vocabulary"));
         }
-        let cfg: StaticConfig = if dir.join("config.json").is_file() {
-            read_json(dir, "config.json")?
-        } else {
-            StaticConfig::default()
-        };
         let unk_id = unk_token_id(&tokenizer);
         Ok(Self {
             matrix,
@@ -139,8 +163,8 @@ impl StaticEmbedder {
             mapping,
             tokenizer: TextTokenizer::new(tokenizer),
             unk_id,
-            max_length: cfg.max_length,
-            name: format!("{} (model2vec static, {rows}×{dim})", dir.display()),
+            max_length,
+            name: format!("{label} (model2vec static, {rows}×{dim})"),
         })
     }
 

@@ -147,6 +147,52 @@ pub fn rank(chunk_vectors: &[f32], dim: usize, query: &[f32]) -> Vec<usize> {
     order
 }
 
+/// Read a JSONL file of `T` records, naming the file and its line on a bad record; blank
+/// lines are skipped.
+///
+/// # Errors
+/// If the file cannot be read or a line is not a `T` (`what` says what one needs).
+pub fn read_jsonl<T: serde::de::DeserializeOwned>(path: &std::path::Path, what: &str) -> Result<Vec<T>> {
+    let text = std::fs::read_to_string(path).map_err(|e| crate::Error::io(path, e))?;
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            serde_json::from_str(l).map_err(|e| crate::Error::Record {
+                path: path.display().to_string(),
+                line: i + 1,
+                message: format!("{what}: {e}"),
+            })
+        })
+        .collect()
+}
+
+/// Score a chunk file (any JSONL with a `text` field: seamcut's or another tool's) on one
+/// question set.
+///
+/// # Errors
+/// If the file cannot be read, or there is not exactly one question set.
+pub fn evaluate_chunk_file(
+    path: &std::path::Path,
+    questions: &[Vec<Question>],
+    retriever: &dyn Embedder,
+    sizer: &dyn Sizer,
+) -> Result<Report> {
+    #[derive(serde::Deserialize)]
+    struct ChunkText {
+        text: String,
+    }
+    let [questions] = questions else {
+        return Err(crate::Error::Config(format!(
+            "{} --questions file(s) for one --chunks file: give one",
+            questions.len()
+        )));
+    };
+    let records: Vec<ChunkText> = read_jsonl(path, "a chunk needs a string \"text\"")?;
+    let chunks = records.into_iter().map(|r| r.text).collect();
+    evaluate(retriever, &[Case { chunks, questions }], sizer)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -261,3 +261,76 @@ pub fn unit_starts_of(chunk_starts: &[usize], unit_starts: &[usize]) -> Vec<usiz
     out.dedup();
     out
 }
+
+/// Chunk starts per document from a chunk JSONL file (`doc_id`, `start`; seamcut's output
+/// and other tools' alike).
+///
+/// # Errors
+/// If the file cannot be read or a line lacks `doc_id` or `start` (naming `file:line`).
+pub fn read_starts(path: &std::path::Path) -> crate::Result<std::collections::HashMap<String, Vec<usize>>> {
+    let text = std::fs::read_to_string(path).map_err(|e| crate::Error::io(path, e))?;
+    let mut m: std::collections::HashMap<String, Vec<usize>> = std::collections::HashMap::new();
+    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        let bad = |msg: String| crate::Error::Record {
+            path: path.display().to_string(),
+            line: i + 1,
+            message: msg,
+        };
+        let v: serde_json::Value =
+            serde_json::from_str(line).map_err(|e| bad(format!("invalid JSON: {e}")))?;
+        let id = v["doc_id"].as_str().map(str::to_string).ok_or_else(|| bad("no doc_id".into()))?;
+        let start = v["start"].as_u64().ok_or_else(|| bad("no start".into()))? as usize;
+        m.entry(id).or_default().push(start);
+    }
+    Ok(m)
+}
+
+/// One document's scores: its id, its sentences, the scores.
+pub type DocScores = (String, usize, Scores);
+
+/// Score hypothesis chunk starts against reference starts on the sentences of each
+/// document in both: per document `(id, sentences, scores)`, and the mean.
+///
+/// # Errors
+/// On an unreadable document, or when no document appears in both.
+pub fn score_corpus(
+    reference: &std::collections::HashMap<String, Vec<usize>>,
+    hypothesis: &std::collections::HashMap<String, Vec<usize>>,
+    docs: impl Iterator<Item = crate::Result<crate::corpus::Document>>,
+    tolerance: usize,
+) -> crate::Result<(Vec<DocScores>, Scores)> {
+    let seg = crate::segment::Segmenter::default();
+    let mut out = Vec::new();
+    let mut sum = Scores::default();
+    for doc in docs {
+        let doc = doc?;
+        let (Some(rs), Some(hs)) = (reference.get(&doc.id), hypothesis.get(&doc.id)) else { continue };
+        let units: Vec<usize> = seg.sentences(&doc.text).iter().map(|s| s.start).collect();
+        if units.is_empty() {
+            continue;
+        }
+        let s = score(&unit_starts_of(rs, &units), &unit_starts_of(hs, &units), units.len(), tolerance);
+        sum.pk += s.pk;
+        sum.window_diff += s.window_diff;
+        sum.precision += s.precision;
+        sum.recall += s.recall;
+        sum.f1 += s.f1;
+        sum.ami += s.ami;
+        out.push((doc.id, units.len(), s));
+    }
+    if out.is_empty() {
+        return Err(crate::Error::Config(
+            "no document appears in both the reference and the hypothesis".into(),
+        ));
+    }
+    let d = out.len() as f64;
+    let mean = Scores {
+        pk: sum.pk / d,
+        window_diff: sum.window_diff / d,
+        precision: sum.precision / d,
+        recall: sum.recall / d,
+        f1: sum.f1 / d,
+        ami: sum.ami / d,
+    };
+    Ok((out, mean))
+}

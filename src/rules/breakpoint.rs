@@ -9,7 +9,8 @@
 
 use super::stats::{gradient, mean, percentile, std};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum ThresholdType {
     Percentile,
     StandardDeviation,

@@ -1,0 +1,187 @@
+//! Comparing chunkers: one run plan shared by `eval topics` and `eval retrieval`.
+//!
+//! Embedding chunkers run first (Max–Min once per swept `hard_thr`), then the baselines, so
+//! that under `match_size` each baseline gets the cap at which its mean chunk size comes
+//! closest to the first embedding chunker's ([`super::retrieval::cap_for_mean`]): comparing
+//! chunkers at different sizes would measure size, not seams.
+
+use crate::chunk::ChunkSpan;
+use crate::chunkers::ChunkerKind;
+use crate::embed::Embedder;
+use crate::eval::retrieval::{cap_for_mean, evaluate, Case, Question, Report};
+use crate::eval::segmentation::{score, unit_starts_of};
+use crate::eval::topics::TopicDoc;
+use crate::sizer::Sizer;
+use crate::spec::{ChunkerSpec, HardThr};
+use crate::{Error, Result};
+
+/// Which chunkers to compare, on top of a base spec (model, units, rule parameters, cap).
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub base: ChunkerSpec,
+    pub chunkers: Vec<ChunkerKind>,
+    /// Max–Min runs once per value (none: once, with the base spec's `hard_thr`).
+    pub hard_thr_sweep: Vec<f64>,
+    /// Baselines at the first embedding chunker's mean chunk size.
+    pub match_size: bool,
+}
+
+/// One run's result.
+#[derive(Debug, Clone)]
+pub struct Run<T> {
+    /// The chunker's name, and the swept `hard_thr` if any.
+    pub label: String,
+    pub spec: ChunkerSpec,
+    pub result: T,
+}
+
+impl Plan {
+    /// The runs in order: (spec, label) with caps still at the base's.
+    fn runs(&self) -> Vec<(ChunkerSpec, String)> {
+        let embedding = self.chunkers.iter().filter(|c| !c.is_baseline());
+        let baselines = self.chunkers.iter().filter(|c| c.is_baseline());
+        let mut runs = Vec::new();
+        for &c in embedding.chain(baselines) {
+            let spec = ChunkerSpec { chunker: c, ..self.base.clone() };
+            if c == ChunkerKind::Maxmin && !self.hard_thr_sweep.is_empty() {
+                for &t in &self.hard_thr_sweep {
+                    let mut s = spec.clone();
+                    s.maxmin.hard_thr = HardThr::Fixed(t);
+                    runs.push((s, format!("{c} hard_thr={t}")));
+                }
+            } else {
+                runs.push((spec, c.to_string()));
+            }
+        }
+        runs
+    }
+
+    /// Run every chunker with `run`; `mean_tokens` gives a result's mean chunk size.
+    ///
+    /// # Errors
+    /// The first run's error; a configuration error for `match_size` without an embedding
+    /// chunker.
+    pub fn execute<T>(
+        &self,
+        mut run: impl FnMut(&ChunkerSpec) -> Result<T>,
+        mean_tokens: impl Fn(&T) -> f64,
+    ) -> Result<Vec<Run<T>>> {
+        let mut target: Option<f64> = None;
+        let mut out = Vec::new();
+        for (mut spec, label) in self.runs() {
+            if spec.chunker.is_baseline() && self.match_size {
+                let t = target.ok_or_else(|| {
+                    Error::Config(
+                        "--match-size needs an embedding chunker (maxmin, minima, breakpoint)".into(),
+                    )
+                })?;
+                let hi = spec.max_tokens.max(8);
+                spec.max_tokens = cap_for_mean(t, 8, hi, |cap| {
+                    run(&ChunkerSpec { max_tokens: cap, ..spec.clone() })
+                        .map_or(f64::NAN, |r| mean_tokens(&r))
+                });
+            }
+            let result = run(&spec)?;
+            if !spec.chunker.is_baseline() && target.is_none() {
+                target = Some(mean_tokens(&result));
+            }
+            out.push(Run { label, spec, result });
+        }
+        Ok(out)
+    }
+}
+
+/// Mean `tokens` over chunks.
+#[must_use]
+pub fn mean_chunk_tokens(results: &[Vec<ChunkSpan>]) -> f64 {
+    let n: usize = results.iter().map(Vec::len).sum();
+    results.iter().flatten().map(|c| c.tokens).sum::<usize>() as f64 / n.max(1) as f64
+}
+
+/// One chunker's scores on the topic-shift documents (means over documents).
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct TopicScores {
+    pub chunks_per_doc: f64,
+    pub mean_tokens: f64,
+    pub pk: f64,
+    pub window_diff: f64,
+    pub f1: f64,
+    pub ami: f64,
+}
+
+/// Score each chunker of `plan` on topic-shift documents (boundaries ±1 sentence).
+///
+/// # Errors
+/// A chunker's build or model error.
+pub fn topics(plan: &Plan, docs: &[TopicDoc]) -> Result<Vec<Run<TopicScores>>> {
+    let texts: Vec<&str> = docs.iter().map(|d| d.text.as_str()).collect();
+    let runs = plan.execute(
+        |spec| spec.build()?.chunk_batch(&texts).into_iter().collect::<Result<Vec<_>>>(),
+        |r| mean_chunk_tokens(r),
+    )?;
+    Ok(runs
+        .into_iter()
+        .map(|r| {
+            let mut s = TopicScores { mean_tokens: mean_chunk_tokens(&r.result), ..TopicScores::default() };
+            for (d, chunks) in docs.iter().zip(&r.result) {
+                let starts: Vec<usize> = chunks.iter().map(|c| c.start).collect();
+                let hyp = unit_starts_of(&starts, &d.sentence_starts);
+                let sc = score(&d.boundaries, &hyp, d.sentence_starts.len(), 1);
+                s.chunks_per_doc += chunks.len() as f64;
+                s.pk += sc.pk;
+                s.window_diff += sc.window_diff;
+                s.f1 += sc.f1;
+                s.ami += sc.ami;
+            }
+            let n = docs.len().max(1) as f64;
+            for v in [&mut s.chunks_per_doc, &mut s.pk, &mut s.window_diff, &mut s.f1, &mut s.ami] {
+                *v /= n;
+            }
+            Run { label: r.label, spec: r.spec, result: s }
+        })
+        .collect())
+}
+
+/// Score each chunker of `plan` by retrieval: each document is chunked and its questions
+/// rank only its own chunks, embedded by `retriever`; `sizer` measures mean chunk sizes.
+///
+/// # Errors
+/// A chunker's build or model error, or the retriever's.
+pub fn retrieval(
+    plan: &Plan,
+    documents: &[String],
+    questions: &[Vec<Question>],
+    retriever: &dyn Embedder,
+    sizer: &dyn Sizer,
+) -> Result<Vec<Run<Report>>> {
+    if documents.len() != questions.len() {
+        return Err(Error::Config(format!(
+            "{} --questions file(s) for {} document(s): give one per --document",
+            questions.len(),
+            documents.len()
+        )));
+    }
+    let chunk_texts = |spec: &ChunkerSpec| -> Result<Vec<Vec<String>>> {
+        let c = spec.build()?;
+        documents
+            .iter()
+            .map(|d| Ok(c.chunk(d)?.iter().map(|s| d[s.start..s.end].to_string()).collect()))
+            .collect()
+    };
+    let mean = |texts: &Vec<Vec<String>>| {
+        let n: usize = texts.iter().map(Vec::len).sum();
+        texts.iter().flatten().map(|t| sizer.count(t)).sum::<usize>() as f64 / n.max(1) as f64
+    };
+    let runs = plan.execute(chunk_texts, mean)?;
+    runs.into_iter()
+        .map(|r| {
+            let cases: Vec<Case<'_>> = r
+                .result
+                .into_iter()
+                .zip(questions)
+                .map(|(chunks, q)| Case { chunks, questions: q })
+                .collect();
+            Ok(Run { label: r.label, spec: r.spec, result: evaluate(retriever, &cases, sizer)? })
+        })
+        .collect()
+}

@@ -1,0 +1,157 @@
+//! Writing results: JSONL (one object per line) and Parquet, with chunk embeddings.
+//!
+//! [`ChunkSink`] takes one document's chunks at a time; [`jsonl::JsonlSink`] writes the
+//! JSONL schema (and embeddings as raw float32 for a `.npy` beside it), and
+//! [`parquet::ParquetSink`] the same fields as Parquet columns (embeddings as a fixed-size
+//! list of float32). Both write exactly what they are given, in order: the bytes depend only
+//! on the sequence of chunks, never on how the job batched its work.
+
+pub mod jsonl;
+pub mod parquet;
+
+use std::io::Write;
+
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
+
+use crate::chunk::ChunkSpan;
+use crate::corpus::Document;
+use crate::{Error, Result};
+
+pub use jsonl::JsonlSink;
+pub use parquet::ParquetSink;
+
+/// The fields of every chunk record, in order (JSONL keys, Parquet columns).
+pub const CHUNK_FIELDS: [&str; 7] = ["doc_id", "index", "start", "end", "text", "tokens", "sentences"];
+
+/// Where a job's chunks go.
+pub trait ChunkSink: Send {
+    /// Write one document's chunks; `embeddings` holds `chunks.len() × dim` floats when the
+    /// job asked for them.
+    ///
+    /// # Errors
+    /// If the sink fails (a full disk, a closed pipe).
+    fn write_doc(&mut self, doc: &Document, chunks: &[ChunkSpan], embeddings: Option<&[f32]>) -> Result<()>;
+
+    /// Flush and close; the output is complete when this returns.
+    ///
+    /// # Errors
+    /// If the sink fails.
+    fn finish(&mut self) -> Result<()>;
+}
+
+/// Output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OutputFormat {
+    #[default]
+    Jsonl,
+    Parquet,
+}
+
+impl OutputFormat {
+    /// By the output file's extension: `.parquet` is Parquet, anything else JSONL.
+    #[must_use]
+    pub fn of_path(path: &std::path::Path) -> Self {
+        match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
+            Some("parquet") => Self::Parquet,
+            _ => Self::Jsonl,
+        }
+    }
+
+    #[must_use]
+    pub fn extension(self) -> &'static str {
+        match self {
+            Self::Jsonl => "jsonl",
+            Self::Parquet => "parquet",
+        }
+    }
+}
+
+/// Metadata field names that would collide with the chunk record's own fields.
+///
+/// # Errors
+/// A configuration error naming the first such field.
+pub fn check_meta_fields(fields: &[String]) -> Result<()> {
+    if let Some(f) = fields.iter().find(|f| CHUNK_FIELDS.contains(&f.as_str()) || *f == "embedding") {
+        return Err(Error::Config(format!("--meta-field {f:?} is one of the chunk record's own fields")));
+    }
+    Ok(())
+}
+
+/// One chunk as a JSONL record: the fixed fields, then each carried metadata field.
+pub struct ChunkRecord<'a> {
+    pub doc: &'a Document,
+    pub meta_fields: &'a [String],
+    pub index: usize,
+    pub span: &'a ChunkSpan,
+}
+
+impl Serialize for ChunkRecord<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        let c = self.span;
+        let mut m = s.serialize_map(Some(7 + self.meta_fields.len()))?;
+        m.serialize_entry("doc_id", &self.doc.id)?;
+        m.serialize_entry("index", &self.index)?;
+        m.serialize_entry("start", &c.start)?;
+        m.serialize_entry("end", &c.end)?;
+        m.serialize_entry("text", &self.doc.text[c.start..c.end])?;
+        m.serialize_entry("tokens", &c.tokens)?;
+        m.serialize_entry("sentences", &c.sentences)?;
+        for (k, v) in self.meta_fields.iter().zip(&self.doc.meta) {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+/// A buffered JSONL writer over any sink (a file, stdout).
+pub struct JsonlWriter {
+    out: std::io::BufWriter<Box<dyn Write + Send>>,
+    /// Records written.
+    pub written: u64,
+}
+
+impl JsonlWriter {
+    #[must_use]
+    pub fn new(sink: Box<dyn Write + Send>) -> Self {
+        Self { out: std::io::BufWriter::with_capacity(1 << 20, sink), written: 0 }
+    }
+
+    /// Write one record and a newline.
+    ///
+    /// # Errors
+    /// If the sink fails (a full disk, a closed pipe).
+    pub fn write<T: Serialize>(&mut self, record: &T) -> Result<()> {
+        serde_json::to_writer(&mut self.out, record).map_err(|e| Error::Write(e.into()))?;
+        self.out.write_all(b"\n").map_err(Error::Write)?;
+        self.written += 1;
+        Ok(())
+    }
+
+    /// Flush buffered records.
+    ///
+    /// # Errors
+    /// If the sink fails.
+    pub fn flush(&mut self) -> Result<()> {
+        self.out.flush().map_err(Error::Write)
+    }
+
+    /// Flush and return the underlying writer.
+    ///
+    /// # Errors
+    /// If the sink fails.
+    pub fn into_inner(self) -> Result<Box<dyn Write + Send>> {
+        self.out.into_inner().map_err(|e| Error::Write(e.into_error()))
+    }
+}
+
+/// A sentence (unit) as `seamcut segment` prints it.
+#[derive(Debug, Clone, Serialize)]
+pub struct SentenceRecord<'a> {
+    pub doc_id: &'a str,
+    pub index: usize,
+    pub start: usize,
+    pub end: usize,
+    pub text: &'a str,
+}

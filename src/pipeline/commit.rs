@@ -1,0 +1,337 @@
+//! Committed output: what makes a job with `-o FILE` survive `kill -9`.
+//!
+//! The job writes into `FILE.seamcut-partial/`, one part per document batch: the part's
+//! files are written under temporary names, fsync'd and renamed, then a small manifest
+//! (`manifest.json`: parts committed, input items consumed, running totals, and the job's
+//! fingerprint) is written the same way. A kill at any moment leaves the last manifest and
+//! its parts intact; parts past it are deleted on resume, and the reader skips the items the
+//! manifest counts. When every batch is committed the parts are assembled into `FILE`
+//! (JSONL: concatenated; Parquet: re-batched into one file; embeddings: one `.npy`; errors:
+//! one `.errors.jsonl`), each written under a temporary name and renamed, and the folder is
+//! removed. The assembled bytes depend only on the sequence of chunks, so a resumed job's
+//! output equals an uninterrupted one's byte for byte.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::output::{ChunkSink, JsonlSink, JsonlWriter, OutputFormat, ParquetSink};
+use crate::{Error, Result};
+
+/// Running totals of a job, kept in the manifest so a resumed job reports the whole run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Totals {
+    /// Documents chunked (fallbacks included, skipped ones not).
+    pub documents: u64,
+    pub chunks: u64,
+    /// Bytes of text in the documents chunked.
+    pub bytes: u64,
+    pub tokens: u64,
+    /// Documents skipped, by kind of problem.
+    pub skipped: BTreeMap<String, u64>,
+    /// Documents chunked by the sentence-packing fallback after a model failure.
+    pub fallbacks: u64,
+    /// Input items (documents and bad records) consumed, in the job's (shard's) order.
+    pub items: u64,
+}
+
+impl Totals {
+    #[must_use]
+    pub fn skipped_total(&self) -> u64 {
+        self.skipped.values().sum()
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Manifest {
+    version: u32,
+    /// What the job is: spec, inputs, shard, output settings. A resume must match it.
+    job: String,
+    parts: u64,
+    totals: Totals,
+    /// Every batch is committed; only the assembly is left.
+    complete: bool,
+}
+
+const MANIFEST: &str = "manifest.json";
+
+/// The committed-output folder of one job.
+pub struct Committer {
+    dir: PathBuf,
+    out: PathBuf,
+    format: OutputFormat,
+    meta_fields: Vec<String>,
+    dim: Option<usize>,
+    manifest: Manifest,
+}
+
+/// One part being written.
+pub struct Part {
+    pub sink: Box<dyn ChunkSink>,
+    pub errors: JsonlWriter,
+    index: u64,
+}
+
+fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
+    move |e| Error::io(path, e)
+}
+
+/// Create `path` for writing, as a file that will be fsync'd before it is renamed.
+fn create(path: &Path) -> Result<std::fs::File> {
+    std::fs::File::create(path).map_err(io(path))
+}
+
+/// A file handle that fsyncs on drop-free close: `Box<dyn Write>` for sinks, with the
+/// handle kept so the part can be synced before its rename.
+struct Synced(std::fs::File);
+
+impl Write for Synced {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()?;
+        self.0.sync_all()
+    }
+}
+
+fn sync_dir(dir: &Path) -> Result<()> {
+    std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(io(dir))
+}
+
+/// Write `bytes` to `path` atomically: a temporary file, fsync, rename, fsync the folder.
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = tmp_name(path);
+    let mut f = create(&tmp)?;
+    f.write_all(bytes).and_then(|()| f.sync_all()).map_err(io(&tmp))?;
+    std::fs::rename(&tmp, path).map_err(io(path))?;
+    sync_dir(path.parent().unwrap_or(Path::new(".")))
+}
+
+fn tmp_name(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(".tmp");
+    PathBuf::from(s)
+}
+
+/// `path` with `suffix` appended to its file name.
+#[must_use]
+pub fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
+/// Where a job writing `out` lists its skipped documents: `out` with its extension
+/// replaced by `errors.jsonl`.
+#[must_use]
+pub fn errors_path(out: &Path) -> PathBuf {
+    out.with_extension("errors.jsonl")
+}
+
+/// Where a JSONL job writing `out` puts its chunk embeddings: `out` with `.npy`.
+#[must_use]
+pub fn npy_path(out: &Path) -> PathBuf {
+    out.with_extension("npy")
+}
+
+impl Committer {
+    /// Open the committed output of a job writing `out`. A folder left by an interrupted
+    /// job is continued with `resume` (and must be the same job), and is an error without.
+    ///
+    /// # Errors
+    /// On a folder from an interrupted job without `resume`, a folder from another job, or
+    /// an I/O failure.
+    pub fn open(
+        out: &Path,
+        format: OutputFormat,
+        meta_fields: Vec<String>,
+        dim: Option<usize>,
+        job: String,
+        resume: bool,
+    ) -> Result<Self> {
+        let dir = with_suffix(out, ".seamcut-partial");
+        let fresh =
+            Manifest { version: 1, job: job.clone(), parts: 0, totals: Totals::default(), complete: false };
+        let manifest = if dir.is_dir() {
+            if !resume {
+                return Err(Error::Config(format!(
+                    "{} holds an interrupted job's output: run the same command with --resume to continue it, or delete the folder",
+                    dir.display()
+                )));
+            }
+            match std::fs::read(dir.join(MANIFEST)) {
+                // Killed before the first commit: nothing to keep.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => fresh,
+                Err(e) => return Err(Error::io(dir.join(MANIFEST), e)),
+                Ok(bytes) => {
+                    let m: Manifest = serde_json::from_slice(&bytes).map_err(|e| {
+                        Error::Config(format!(
+                            "{}: unreadable manifest ({e}); delete the folder to start over",
+                            dir.display()
+                        ))
+                    })?;
+                    if m.job != job {
+                        return Err(Error::Config(format!(
+                            "{} was written by a different job (other inputs, settings or output); run that job's command with --resume, or delete the folder",
+                            dir.display()
+                        )));
+                    }
+                    m
+                }
+            }
+        } else {
+            std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+            fresh
+        };
+        let c = Self { dir, out: out.to_path_buf(), format, meta_fields, dim, manifest };
+        c.remove_uncommitted()?;
+        Ok(c)
+    }
+
+    /// Totals of the batches committed so far (all zero for a new job).
+    #[must_use]
+    pub fn totals(&self) -> &Totals {
+        &self.manifest.totals
+    }
+
+    /// Whether every batch was committed by an earlier run (only the assembly is left).
+    #[must_use]
+    pub fn complete(&self) -> bool {
+        self.manifest.complete
+    }
+
+    fn part_path(&self, i: u64, what: &str) -> PathBuf {
+        self.dir.join(format!("part-{i:06}.{what}"))
+    }
+
+    fn data_ext(&self) -> &'static str {
+        self.format.extension()
+    }
+
+    /// Delete files of parts past the manifest and temporary files.
+    fn remove_uncommitted(&self) -> Result<()> {
+        for e in std::fs::read_dir(&self.dir).map_err(io(&self.dir))? {
+            let e = e.map_err(io(&self.dir))?;
+            let name = e.file_name().to_string_lossy().into_owned();
+            let stale = name.ends_with(".tmp")
+                || name
+                    .strip_prefix("part-")
+                    .and_then(|r| r.get(..6))
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .is_some_and(|i| i >= self.manifest.parts);
+            if stale {
+                std::fs::remove_file(e.path()).map_err(io(&e.path()))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Start the next part.
+    ///
+    /// # Errors
+    /// If its files cannot be created.
+    pub fn begin(&self) -> Result<Part> {
+        let i = self.manifest.parts;
+        let data = Box::new(Synced(create(&tmp_name(&self.part_path(i, self.data_ext())))?));
+        let sink: Box<dyn ChunkSink> = match self.format {
+            OutputFormat::Jsonl => {
+                let emb: Option<Box<dyn Write + Send>> = match self.dim {
+                    Some(_) => Some(Box::new(Synced(create(&tmp_name(&self.part_path(i, "f32")))?))),
+                    None => None,
+                };
+                Box::new(JsonlSink::new(data, emb, self.meta_fields.clone()))
+            }
+            OutputFormat::Parquet => Box::new(ParquetSink::new(data, &self.meta_fields, self.dim)?),
+        };
+        let errors =
+            JsonlWriter::new(Box::new(Synced(create(&tmp_name(&self.part_path(i, "errors.jsonl")))?)));
+        Ok(Part { sink, errors, index: i })
+    }
+
+    /// Commit a finished part with the totals after it.
+    ///
+    /// # Errors
+    /// On an I/O failure (the part is then not committed).
+    pub fn commit(&mut self, mut part: Part, totals: Totals) -> Result<()> {
+        part.sink.finish()?;
+        part.errors.flush()?;
+        drop(part.sink);
+        drop(part.errors.into_inner()?);
+        let i = part.index;
+        let mut names = vec![self.data_ext(), "errors.jsonl"];
+        if self.dim.is_some() && self.format == OutputFormat::Jsonl {
+            names.push("f32");
+        }
+        for what in names {
+            let p = self.part_path(i, what);
+            std::fs::rename(tmp_name(&p), &p).map_err(io(&p))?;
+        }
+        sync_dir(&self.dir)?;
+        self.manifest.parts = i + 1;
+        self.manifest.totals = totals;
+        self.write_manifest()
+    }
+
+    fn write_manifest(&self) -> Result<()> {
+        let bytes = serde_json::to_vec_pretty(&self.manifest).map_err(|e| Error::Internal(e.to_string()))?;
+        write_atomic(&self.dir.join(MANIFEST), &bytes)
+    }
+
+    /// Assemble the parts into the output files and remove the folder.
+    ///
+    /// # Errors
+    /// On an I/O failure; the folder is then kept and `--resume` assembles again.
+    pub fn finish(mut self) -> Result<()> {
+        if !self.manifest.complete {
+            self.manifest.complete = true;
+            self.write_manifest()?;
+        }
+        let parts: Vec<u64> = (0..self.manifest.parts).collect();
+        let data: Vec<PathBuf> = parts.iter().map(|&i| self.part_path(i, self.data_ext())).collect();
+        match self.format {
+            OutputFormat::Jsonl => concat(&data, &self.out, &[])?,
+            OutputFormat::Parquet => {
+                let tmp = tmp_name(&self.out);
+                let f = Synced(create(&tmp)?);
+                crate::output::parquet::merge(
+                    &data,
+                    Box::new(f),
+                    crate::output::parquet::schema(&self.meta_fields, self.dim),
+                )?;
+                std::fs::rename(&tmp, &self.out).map_err(io(&self.out))?;
+            }
+        }
+        if let (Some(dim), OutputFormat::Jsonl) = (self.dim, self.format) {
+            let emb: Vec<PathBuf> = parts.iter().map(|&i| self.part_path(i, "f32")).collect();
+            let header = crate::npy::header_f32(self.manifest.totals.chunks as usize, dim);
+            concat(&emb, &npy_path(&self.out), &header)?;
+        }
+        let errors = errors_path(&self.out);
+        if self.manifest.totals.skipped_total() + self.manifest.totals.fallbacks > 0 {
+            let files: Vec<PathBuf> = parts.iter().map(|&i| self.part_path(i, "errors.jsonl")).collect();
+            concat(&files, &errors, &[])?;
+        } else if errors.is_file() {
+            // A stale list from an earlier run of this output would mislead.
+            std::fs::remove_file(&errors).map_err(io(&errors))?;
+        }
+        sync_dir(self.out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")))?;
+        std::fs::remove_dir_all(&self.dir).map_err(io(&self.dir))
+    }
+}
+
+/// Write `head` then the files' bytes, in order, to `out` (through a temporary file).
+fn concat(files: &[PathBuf], out: &Path, head: &[u8]) -> Result<()> {
+    let tmp = tmp_name(out);
+    let mut w = create(&tmp)?;
+    w.write_all(head).map_err(io(&tmp))?;
+    for f in files {
+        let mut r = std::fs::File::open(f).map_err(io(f))?;
+        std::io::copy(&mut r, &mut w).map_err(io(&tmp))?;
+    }
+    w.sync_all().map_err(io(&tmp))?;
+    std::fs::rename(&tmp, out).map_err(io(out))
+}

@@ -1,0 +1,410 @@
+//! Corpus jobs: read documents, chunk them in overlapped stages, write results in order.
+//!
+//! [`chunk_corpus`] runs five stages on their own threads, connected by bounded channels
+//! (depth [`JobOptions::channel_depth`], in document batches of [`JobOptions::batch_bytes`]):
+//!
+//! ```text
+//! read (shard filter, resume skip) ─▶ prepare (units, tokenize, plan; rayon)
+//!   ─▶ device (embed the batch's units) ─▶ finish (band, rule, sizing, chunk vectors; rayon)
+//!   ─▶ write (in input order; commit a part per batch)
+//! ```
+//!
+//! For the baselines, prepare chunks the documents and the device stage only re-embeds
+//! chunks when `--embeddings reembed` asks. Each stage handles one batch at a time in input
+//! order, so the output is the same whatever the thread count, batch budget or channel
+//! depth; memory is bounded by about `channel_depth + 3` batches plus the largest
+//! document. Documents with problems are listed and skipped, or stop the job
+//! ([`OnError`]); model failures on one document fall back to sentence packing when the
+//! chunker's policy says so, and are counted.
+
+pub mod commit;
+mod stages;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use rayon::prelude::*;
+
+use crate::chunkers::units::sentence_units;
+use crate::chunkers::Chunker;
+use crate::corpus::{Document, Documents, Input, ReadOptions};
+use crate::embed::{Embedder, LongInput};
+use crate::output::{JsonlWriter, OutputFormat, SentenceRecord};
+use crate::segment::Segmenter;
+use crate::sizer::Sizer;
+use crate::span::trim;
+use crate::spec::ChunkerSpec;
+use crate::{Error, Result};
+
+pub use commit::Totals;
+
+/// What to do with a document that cannot be chunked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnError {
+    /// List it (with its location and why) in the errors file and go on.
+    #[default]
+    Skip,
+    /// Stop the job with its error; committed output stays, for `--resume`.
+    Stop,
+}
+
+/// Vectors written with each chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EmbeddingMode {
+    /// The re-normalised mean of the chunk's unit vectors (embedding chunkers; no extra model
+    /// work).
+    Mean,
+    /// The chunk's text embedded again (texts past the model's window as `long` says).
+    Reembed,
+}
+
+/// A document shard: documents whose id hashes to `index` modulo `count`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Shard {
+    pub index: u64,
+    pub count: u64,
+}
+
+impl Shard {
+    /// Parse `I/N` (0 ≤ I < N).
+    ///
+    /// # Errors
+    /// On anything else.
+    pub fn parse(s: &str) -> Result<Self> {
+        let bad = || Error::Config(format!("--shard {s:?}: expected I/N with 0 <= I < N"));
+        let (i, n) = s.split_once('/').ok_or_else(bad)?;
+        let (index, count): (u64, u64) =
+            (i.trim().parse().map_err(|_| bad())?, n.trim().parse().map_err(|_| bad())?);
+        if count == 0 || index >= count {
+            return Err(bad());
+        }
+        Ok(Self { index, count })
+    }
+
+    /// Whether the document with this id belongs to the shard.
+    #[must_use]
+    pub fn contains(&self, id: &str) -> bool {
+        fnv1a(id.as_bytes()) % self.count == self.index
+    }
+}
+
+/// FNV-1a, 64-bit: a hash that is the same on every machine, version and run (std's and
+/// rustc-hash's are not promised to be), so shards agree across a cluster. Written out
+/// because it is four lines.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// Options of a corpus job.
+#[derive(Debug, Clone)]
+pub struct JobOptions {
+    /// Read documents until this many bytes are buffered, then pass the batch on.
+    pub batch_bytes: usize,
+    /// Batches in flight between two stages.
+    pub channel_depth: usize,
+    /// Verify the chunk invariants of every document (coverage, order, cap) and fail on a
+    /// violation. Cheap; on by default in debug builds.
+    pub check: bool,
+    pub on_error: OnError,
+    pub shard: Option<Shard>,
+    pub embeddings: Option<EmbeddingMode>,
+    /// Long chunks under `reembed`.
+    pub long: LongInput,
+    /// Carried from JSONL/Parquet records into every chunk.
+    pub meta_fields: Vec<String>,
+    /// A progress bar on stderr.
+    pub progress: bool,
+    /// Input bytes in all, for the progress bar's ETA.
+    pub total_bytes: Option<u64>,
+}
+
+impl Default for JobOptions {
+    fn default() -> Self {
+        Self {
+            batch_bytes: 32 << 20,
+            channel_depth: 2,
+            check: cfg!(debug_assertions),
+            on_error: OnError::Skip,
+            shard: None,
+            embeddings: None,
+            long: LongInput::Truncate,
+            meta_fields: Vec::new(),
+            progress: false,
+            total_bytes: None,
+        }
+    }
+}
+
+/// Where a job's chunks go.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// JSONL on standard output, streamed (no resume, no embeddings).
+    Stdout,
+    /// Nowhere: the records are serialised and dropped (for `seamcut bench`).
+    Discard,
+    /// A file, committed in parts ([`commit`]); `resume` continues an interrupted job.
+    File { path: PathBuf, format: OutputFormat, resume: bool },
+}
+
+/// Busy seconds per stage.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct StageSeconds {
+    pub read: f64,
+    pub prepare: f64,
+    pub device: f64,
+    pub finish: f64,
+    pub write: f64,
+}
+
+/// What a job did.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct JobStats {
+    pub totals: Totals,
+    pub seconds: f64,
+    pub stages: StageSeconds,
+    /// Peak resident memory of the process, bytes (Linux; 0 elsewhere).
+    pub peak_rss: u64,
+    /// Units embedded (embedding chunkers).
+    pub units: u64,
+    /// Examples of skipped documents: location and why (at most 10).
+    pub skipped_examples: Vec<String>,
+    /// The chunker's settings line (`Chunker::describe`).
+    pub chunker: String,
+}
+
+impl JobStats {
+    /// One line for stderr.
+    #[must_use]
+    pub fn summary(&self, what: &str) -> String {
+        let t = &self.totals;
+        let mb = t.bytes as f64 / 1e6;
+        let mut s = format!(
+            "seamcut: {} documents, {} {what}, {:.1} MB, {} tokens in {:.2} s ({:.1} MB/s)",
+            t.documents,
+            t.chunks,
+            mb,
+            t.tokens,
+            self.seconds,
+            mb / self.seconds.max(1e-9)
+        );
+        let st = &self.stages;
+        if st.device > 0.0 || st.prepare > 0.0 {
+            s.push_str(&format!(
+                "; busy s: read {:.2}, prepare {:.2}, device {:.2}, finish {:.2}, write {:.2}",
+                st.read, st.prepare, st.device, st.finish, st.write
+            ));
+        }
+        if self.peak_rss > 0 {
+            s.push_str(&format!("; peak RSS {} MB", self.peak_rss >> 20));
+        }
+        if t.fallbacks > 0 {
+            s.push_str(&format!(
+                "; {} document(s) chunked by sentence packing after a model error",
+                t.fallbacks
+            ));
+        }
+        if t.skipped_total() > 0 {
+            let kinds: Vec<String> = t.skipped.iter().map(|(k, n)| format!("{n} {k}")).collect();
+            s.push_str(&format!(
+                "; skipped {} document(s) ({}): {}",
+                t.skipped_total(),
+                kinds.join(", "),
+                self.skipped_examples.join("; ")
+            ));
+        }
+        if !self.chunker.is_empty() {
+            s.push_str(&format!("; {}", self.chunker));
+        }
+        s
+    }
+}
+
+/// Peak resident set size of this process in bytes (`VmHWM`), 0 where unknown.
+#[must_use]
+pub fn peak_rss() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+            line.split_whitespace().nth(1)?.parse::<u64>().ok()
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// A corpus job: the chunker, the model for `--embeddings reembed` with a baseline, and a
+/// fingerprint of everything that decides its output (what a resume must match).
+pub struct Job<'a> {
+    pub chunker: &'a dyn Chunker,
+    /// The model that embeds chunks for [`EmbeddingMode::Reembed`]; embedding chunkers use
+    /// their own when this is `None`.
+    pub embedder: Option<Arc<dyn Embedder>>,
+    pub fingerprint: String,
+    pub opts: JobOptions,
+}
+
+/// Chunk every document and write its chunks to `target`.
+///
+/// # Errors
+/// On a fatal input error (an input named explicitly that cannot be read), a document's
+/// error under [`OnError::Stop`], a failing writer, or settings that do not fit (Parquet or
+/// embeddings on stdout, `mean` embeddings with a baseline).
+pub fn chunk_corpus(
+    docs: impl Iterator<Item = Result<Document>> + Send,
+    job: &Job<'_>,
+    target: &Target,
+) -> Result<JobStats> {
+    stages::run(docs, job, target)
+}
+
+/// A whole corpus job as one value: what the CLI's `seamcut chunk` (and a service or a
+/// binding) maps its arguments to. [`CorpusJob::run`] builds the chunker from the spec,
+/// loads the model `--embeddings reembed` needs for a baseline, reads the inputs and runs
+/// [`chunk_corpus`].
+#[derive(Debug, Clone)]
+pub struct CorpusJob {
+    pub spec: ChunkerSpec,
+    /// Files, directories, or `-` for stdin.
+    pub inputs: Vec<String>,
+    pub read: ReadOptions,
+    pub opts: JobOptions,
+    pub target: Target,
+}
+
+impl CorpusJob {
+    /// What decides the job's output bytes: a resumed job must match it.
+    #[must_use]
+    pub fn fingerprint(&self) -> String {
+        let (format, path) = match &self.target {
+            Target::File { format, path, .. } => (Some(*format), Some(path.display().to_string())),
+            _ => (None, None),
+        };
+        serde_json::json!({
+            "seamcut": env!("CARGO_PKG_VERSION"),
+            "spec": self.spec,
+            "inputs": self.inputs,
+            "read": {
+                "format": format!("{:?}", self.read.format),
+                "id_field": self.read.id_field,
+                "text_field": self.read.text_field,
+                "meta_fields": self.read.meta_fields,
+                "lossy": self.read.lossy,
+            },
+            "shard": self.opts.shard,
+            "embeddings": self.opts.embeddings,
+            "long": format!("{:?}", self.opts.long),
+            "output": [format.map(OutputFormat::extension), path],
+        })
+        .to_string()
+    }
+
+    /// Run the job.
+    ///
+    /// # Errors
+    /// As [`ChunkerSpec::build`] and [`chunk_corpus`].
+    pub fn run(&self) -> Result<JobStats> {
+        crate::output::check_meta_fields(&self.read.meta_fields)?;
+        let chunker = self.spec.build()?;
+        let embedder = match self.opts.embeddings {
+            Some(_) if chunker.semantic().is_none() => Some(self.spec.load_model()?.embedder.clone()),
+            _ => None,
+        };
+        let mut opts = self.opts.clone();
+        opts.meta_fields.clone_from(&self.read.meta_fields);
+        if opts.progress && opts.total_bytes.is_none() {
+            let inputs: Vec<Input> = self.inputs.iter().map(|s| Input::parse(s)).collect();
+            opts.total_bytes = crate::corpus::total_bytes(&inputs, self.read.format);
+        }
+        let job = Job { chunker: chunker.as_ref(), embedder, fingerprint: self.fingerprint(), opts };
+        let docs = Documents::new(self.inputs.iter().map(|s| Input::parse(s)).collect(), self.read.clone());
+        chunk_corpus(docs, &job, &self.target)
+    }
+}
+
+/// Use `n` threads for the CPU stages (rayon's global pool); 0 keeps the default (one per
+/// core). Call before any work: the pool can be set once per process.
+///
+/// # Errors
+/// If the pool was already set up.
+pub fn set_threads(n: usize) -> Result<()> {
+    if n == 0 {
+        return Ok(());
+    }
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(n)
+        .build_global()
+        .map_err(|e| Error::Config(format!("cannot set {n} threads: {e}")))
+}
+
+/// Write the sentence units the engine uses (trimmed, cut at `cap`), one per line.
+///
+/// # Errors
+/// On the first unreadable input, or a failing writer.
+pub fn segment_corpus(
+    docs: impl Iterator<Item = Result<Document>>,
+    sizer: &dyn Sizer,
+    cap: usize,
+    writer: &mut JsonlWriter,
+) -> Result<JobStats> {
+    let t0 = Instant::now();
+    let segmenter = Segmenter::default();
+    let mut totals = Totals::default();
+    let mut batch = Vec::new();
+    let mut bytes = 0;
+    let mut docs = docs.peekable();
+    while docs.peek().is_some() {
+        while let Some(d) = docs.next_if(|_| bytes < 32 << 20) {
+            let d = d?;
+            bytes += d.text.len();
+            batch.push(d);
+        }
+        let results: Vec<_> = batch
+            .par_iter()
+            .with_max_len(1)
+            .map(|d| sentence_units(&d.text, &segmenter, sizer, cap))
+            .collect();
+        for (doc, units) in batch.iter().zip(&results) {
+            let mut index = 0;
+            for s in &units.spans {
+                let t = trim(&doc.text, *s);
+                if t.is_empty() {
+                    continue;
+                }
+                writer.write(&SentenceRecord {
+                    doc_id: &doc.id,
+                    index,
+                    start: t.start,
+                    end: t.end,
+                    text: t.text(&doc.text),
+                })?;
+                index += 1;
+            }
+            totals.documents += 1;
+            totals.bytes += doc.text.len() as u64;
+        }
+        totals.chunks = writer.written;
+        batch.clear();
+        bytes = 0;
+    }
+    writer.flush()?;
+    Ok(JobStats { totals, seconds: t0.elapsed().as_secs_f64(), peak_rss: peak_rss(), ..JobStats::default() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_partition_ids_and_parse_strictly() {
+        let shards: Vec<Shard> = (0..3).map(|i| Shard { index: i, count: 3 }).collect();
+        for id in ["a", "b", "doc-17", "", "книга"] {
+            assert_eq!(shards.iter().filter(|s| s.contains(id)).count(), 1, "{id}");
+        }
+        // The hash is fixed: these values must never change (shards across versions).
+        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert!(Shard::parse("3/3").is_err() && Shard::parse("1/0").is_err() && Shard::parse("x").is_err());
+        assert_eq!(Shard::parse("1/4").unwrap(), Shard { index: 1, count: 4 });
+    }
+}

@@ -1,0 +1,477 @@
+//! One value that says everything needed to build a chunker: [`ChunkerSpec`].
+//!
+//! The CLI maps its flags onto a spec, `--spec FILE.json` loads one, `--print-spec` prints
+//! one, and the eval and plot commands, the corpus pipeline and the Python bindings all build
+//! their chunkers from it, so a policy (the `auto` minimum, the per-model Max–Min
+//! calibration, which tokenizer counts) lives here once. A spec is plain data (serde; JSON
+//! with kebab-case values), validates itself in [`ChunkerSpec::build`], and every field has
+//! the default `seamcut chunk` uses, so `{}` is a valid spec and `{"chunker": "maxmin"}` the
+//! main job.
+//!
+//! ```
+//! use seamcut::spec::ChunkerSpec;
+//! let spec: ChunkerSpec = serde_json::from_str(r#"{"chunker": "recursive", "max_tokens": 64}"#).unwrap();
+//! let chunker = spec.build().unwrap();
+//! let chunks = chunker.chunk("One sentence. Another one.\n\nA new paragraph.").unwrap();
+//! assert!(chunks.iter().all(|c| c.tokens <= 64));
+//! ```
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::chunkers::semantic::{ModelErrorPolicy, Rule, SemanticChunker, Splitter, WindowMode};
+use crate::chunkers::{build as build_baseline, ChunkOptions, Chunker, ChunkerKind};
+use crate::device::{Compute, DeviceSpec, Precision};
+use crate::rules::breakpoint::{BreakpointParams, ThresholdType};
+use crate::rules::maxmin::MaxMinParams;
+use crate::rules::minima::MinimaParams;
+use crate::sizer::{HfSizer, Sizer, SizerSpec};
+use crate::{Error, Result};
+
+/// The default `max_tokens`: the window of common retrievers (all-MiniLM-L6-v2 reads 256
+/// word pieces; longer chunks are cut when they are embedded, so their tails cannot be
+/// found). On the retrieval benchmark Max–Min and recursive splitting both scored lower at
+/// a 512 cap than at 256 (benches/RESULTS.md).
+pub const DEFAULT_MAX_TOKENS: usize = 256;
+
+/// Everything that decides what chunks a document gets.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ChunkerSpec {
+    /// The chunking method.
+    pub chunker: ChunkerKind,
+    /// Hard cap on tokens per chunk (and per unit); 0 means no cap.
+    pub max_tokens: usize,
+    /// Chunks under this many tokens are merged into a neighbour when the cap allows.
+    pub min_tokens: MinTokens,
+    /// Tokens shared by consecutive chunks (fixed chunker only).
+    pub overlap: usize,
+    /// What a token is: `default` (for embedding chunkers the model's own tokenizer, for
+    /// baselines the default model's), `chars`, `words`, or a path to a tokenizer.json or
+    /// a model directory holding one.
+    pub sizer: String,
+    /// Embedding chunkers' model: a catalog name, a model directory or a hub id.
+    pub model: String,
+    /// `auto`, `cpu`, `cuda[:N]`, `metal[:N]`.
+    pub device: String,
+    /// `f32`, `f16`, `bf16`.
+    pub dtype: String,
+    /// The units the rules group.
+    pub units: UnitKind,
+    /// With `units: delimiters`: merge segments shorter than this many bytes (chonkie: 24).
+    pub min_characters_per_sentence: usize,
+    /// Minima and breakpoints: how a window of units is embedded.
+    pub window: WindowMode,
+    pub maxmin: MaxMinSpec,
+    pub minima: MinimaSpec,
+    pub breakpoint: BreakpointSpec,
+    /// What a document whose model pass fails gets.
+    pub on_model_error: ModelErrorPolicy,
+}
+
+impl Default for ChunkerSpec {
+    fn default() -> Self {
+        Self {
+            chunker: ChunkerKind::default(),
+            max_tokens: DEFAULT_MAX_TOKENS,
+            min_tokens: MinTokens::Auto,
+            overlap: 0,
+            sizer: "default".into(),
+            model: "default".into(),
+            device: "auto".into(),
+            dtype: "f32".into(),
+            units: UnitKind::default(),
+            min_characters_per_sentence: 24,
+            window: WindowMode::default(),
+            maxmin: MaxMinSpec::default(),
+            minima: MinimaSpec::default(),
+            breakpoint: BreakpointSpec::default(),
+            on_model_error: ModelErrorPolicy::default(),
+        }
+    }
+}
+
+/// The units embedding chunkers group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UnitKind {
+    /// Whole paragraphs; a paragraph over the cap or the model's window falls back to its
+    /// sentences (see [`Splitter::Paragraphs`] for why this is the default).
+    #[default]
+    Paragraphs,
+    /// seamcut's sentence segmenter.
+    Segmenter,
+    /// chonkie's delimiter splitter (for parity with chonkie).
+    Delimiters,
+}
+
+/// Max–Min's parameters (Kiss, Nagy, Szilágyi 2025).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MaxMinSpec {
+    /// A number, or `auto`: the value calibrated for the model (see [`ChunkerSpec::build`]).
+    pub hard_thr: HardThr,
+    /// The factor on the chunk's minimum pairwise similarity (paper: 0.9).
+    pub c: f64,
+    /// The factor on a one-unit chunk's similarity (paper: 1.5).
+    pub init_const: f64,
+}
+
+impl Default for MaxMinSpec {
+    fn default() -> Self {
+        let p = MaxMinParams::default();
+        Self { hard_thr: HardThr::Auto, c: p.c, init_const: p.init_const }
+    }
+}
+
+/// The minima rule's parameters (chonkie's SemanticChunker; its defaults).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MinimaSpec {
+    pub threshold: f64,
+    pub similarity_window: usize,
+    pub min_sentences: usize,
+    pub filter_window: usize,
+    pub filter_polyorder: usize,
+    pub filter_tolerance: f64,
+    pub skip_window: usize,
+}
+
+impl Default for MinimaSpec {
+    fn default() -> Self {
+        let p = MinimaParams::default();
+        Self {
+            threshold: p.threshold,
+            similarity_window: p.similarity_window,
+            min_sentences: p.min_sentences,
+            filter_window: p.filter_window,
+            filter_polyorder: p.filter_polyorder,
+            filter_tolerance: p.filter_tolerance,
+            skip_window: p.skip_window,
+        }
+    }
+}
+
+/// The breakpoint rule's parameters (LangChain's SemanticChunker; its defaults).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BreakpointSpec {
+    #[serde(rename = "type")]
+    pub kind: ThresholdType,
+    /// `None`: LangChain's default for the type (95 percentile, 3 std, 1.5 IQR, 95 gradient).
+    pub amount: Option<f64>,
+    pub number_of_chunks: Option<usize>,
+    /// Neighbours on each side combined with a unit (LangChain: 1).
+    pub buffer_size: usize,
+    /// Skip breakpoints closing a chunk shorter than this many characters.
+    pub min_chunk_chars: Option<usize>,
+}
+
+impl Default for BreakpointSpec {
+    fn default() -> Self {
+        Self {
+            kind: ThresholdType::Percentile,
+            amount: None,
+            number_of_chunks: None,
+            buffer_size: 1,
+            min_chunk_chars: None,
+        }
+    }
+}
+
+/// `min_tokens`: a number, or `auto`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MinTokens {
+    /// A quarter of the cap for the embedding chunkers, 0 for the baselines: embedding rules
+    /// leave one-unit chunks (headings, asides) that rank well on a word or two and crowd
+    /// out the real answer; on the retrieval benchmark Max–Min without a minimum stayed well
+    /// below size-matched recursive splitting (benches/RESULTS.md). Baselines keep what
+    /// their packing gives.
+    #[default]
+    Auto,
+    Fixed(usize),
+}
+
+impl MinTokens {
+    /// The minimum for `chunker` under `max_tokens`.
+    #[must_use]
+    pub fn resolve(self, chunker: ChunkerKind, max_tokens: usize) -> usize {
+        match self {
+            Self::Fixed(n) => n,
+            Self::Auto if !chunker.is_baseline() => max_tokens / 4,
+            Self::Auto => 0,
+        }
+    }
+}
+
+impl std::str::FromStr for MinTokens {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        if s == "auto" {
+            Ok(Self::Auto)
+        } else {
+            s.parse().map(Self::Fixed).map_err(|_| format!("expected a number or auto, got {s:?}"))
+        }
+    }
+}
+
+/// Max–Min's `hard_thr`: a number, or `auto`.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum HardThr {
+    /// The value calibrated for the model on the topic-shift benchmark
+    /// (`models/catalog.json`), found by the weights' fingerprint or the catalog name;
+    /// else the paper's 0.6 (tuned for bge-base).
+    #[default]
+    Auto,
+    Fixed(f64),
+}
+
+impl std::str::FromStr for HardThr {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        if s == "auto" {
+            Ok(Self::Auto)
+        } else {
+            s.parse().map(Self::Fixed).map_err(|_| format!("--hard-thr {s:?}: a number or auto"))
+        }
+    }
+}
+
+/// `"auto"` or a number, in JSON.
+macro_rules! auto_or_number {
+    ($t:ty, $n:ty) => {
+        impl Serialize for $t {
+            fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+                match self {
+                    Self::Auto => s.serialize_str("auto"),
+                    Self::Fixed(n) => n.serialize(s),
+                }
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $t {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+                #[derive(Deserialize)]
+                #[serde(untagged)]
+                enum Raw {
+                    N($n),
+                    S(String),
+                }
+                match Raw::deserialize(d)? {
+                    Raw::N(n) => Ok(Self::Fixed(n)),
+                    Raw::S(s) => s.parse().map_err(serde::de::Error::custom),
+                }
+            }
+        }
+    };
+}
+auto_or_number!(MinTokens, usize);
+auto_or_number!(HardThr, f64);
+
+impl ChunkerSpec {
+    /// A spec for `chunker` with every other field at its default.
+    #[must_use]
+    pub fn new(chunker: ChunkerKind) -> Self {
+        Self { chunker, ..Self::default() }
+    }
+
+    /// Read a spec from a JSON file (unknown fields are an error naming them).
+    ///
+    /// # Errors
+    /// If the file cannot be read or is not a valid spec.
+    pub fn from_file(path: &std::path::Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        serde_json::from_str(&text)
+            .map_err(|e| Error::Config(format!("{}: not a valid chunker spec: {e}", path.display())))
+    }
+
+    /// The spec as pretty JSON (what `--print-spec` prints and `--spec` reads).
+    #[must_use]
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// The sizes every chunker honours, with `auto` resolved.
+    #[must_use]
+    pub fn options(&self) -> ChunkOptions {
+        ChunkOptions::new(self.max_tokens)
+            .with_min_tokens(self.min_tokens.resolve(self.chunker, self.max_tokens))
+            .with_overlap(self.overlap)
+    }
+
+    /// The device and dtype.
+    ///
+    /// # Errors
+    /// On an unknown device or dtype, or a device not compiled in or not present.
+    pub fn compute(&self) -> Result<Compute> {
+        Compute::new(DeviceSpec::parse(&self.device)?, Precision::parse(&self.dtype)?)
+    }
+
+    /// The model, loaded once per process ([`crate::models::load_shared`]).
+    ///
+    /// # Errors
+    /// As [`crate::models::load`].
+    pub fn load_model(&self) -> Result<Arc<crate::models::Model>> {
+        crate::models::load_shared(&self.model, &self.compute()?)
+    }
+
+    /// Build the chunker this spec describes.
+    ///
+    /// Embedding chunkers load the model (once per process), count tokens with the model's
+    /// tokenizer unless `sizer` says otherwise, and resolve `hard_thr: auto` to the value
+    /// calibrated for the model, which [`Chunker::describe`] reports with how it was found.
+    ///
+    /// # Errors
+    /// A [`Error::Config`] for settings that do not fit together (overlap on an embedding
+    /// chunker, a minimum above the cap, a bad window), or the model's or tokenizer's load
+    /// error.
+    pub fn build(&self) -> Result<Box<dyn Chunker>> {
+        let opts = self.options();
+        if self.chunker.is_baseline() {
+            return build_baseline(self.chunker, SizerSpec::parse(&self.sizer).build()?, opts);
+        }
+        if self.overlap > 0 {
+            return Err(Error::Config("--overlap is only supported by the fixed chunker".into()));
+        }
+        opts.validate(self.chunker)?;
+        let model = self.load_model()?;
+        let sizer: Arc<dyn Sizer> = if self.sizer == "default" {
+            Arc::new(HfSizer::new(model.embedder.tokenizer().hf().clone(), "model"))
+        } else {
+            SizerSpec::parse(&self.sizer).build()?
+        };
+        let (rule, calibration) = self.rule(&model)?;
+        let splitter = match self.units {
+            UnitKind::Segmenter => Splitter::Segmenter,
+            UnitKind::Paragraphs => Splitter::Paragraphs,
+            UnitKind::Delimiters => Splitter::Delimiters { min_bytes: self.min_characters_per_sentence },
+        };
+        Ok(Box::new(
+            SemanticChunker::new(model.embedder.clone(), sizer, self.compute()?, rule, opts)
+                .with_splitter(splitter)
+                .with_model_error_policy(self.on_model_error)
+                .with_description(format!("{} on {}{calibration}", self.chunker, model.embedder.describe())),
+        ))
+    }
+
+    /// The rule with its parameters, and a note on the calibration used (empty if none).
+    fn rule(&self, model: &crate::models::Model) -> Result<(Rule, String)> {
+        let m = &self.minima;
+        if m.filter_window % 2 == 0 || m.filter_polyorder >= m.filter_window {
+            return Err(Error::Config(format!(
+                "minima: filter_window must be odd and above filter_polyorder (got {} and {})",
+                m.filter_window, m.filter_polyorder
+            )));
+        }
+        Ok(match self.chunker {
+            ChunkerKind::Maxmin => {
+                let (hard_thr, note) = match self.maxmin.hard_thr {
+                    HardThr::Fixed(t) => (t, String::new()),
+                    HardThr::Auto => match model.calibration().and_then(|(e, how)| Some((e.hard_thr?, e.name, how))) {
+                        Some((t, name, how)) => (
+                            f64::from(t),
+                            format!("; hard_thr {t} calibrated for {name} (matched by {how})"),
+                        ),
+                        None => (
+                            MaxMinParams::default().hard_thr,
+                            format!(
+                                "; hard_thr 0.6, the paper's (no calibration known for {}; see seamcut eval topics --hard-thr-sweep)",
+                                self.model
+                            ),
+                        ),
+                    },
+                };
+                let p = MaxMinParams {
+                    c: self.maxmin.c,
+                    hard_thr,
+                    init_const: self.maxmin.init_const,
+                    max_tokens: self.max_tokens,
+                };
+                (Rule::MaxMin(p), note)
+            }
+            ChunkerKind::Minima => (
+                Rule::Minima(
+                    MinimaParams {
+                        threshold: m.threshold,
+                        similarity_window: m.similarity_window,
+                        min_sentences: m.min_sentences,
+                        filter_window: m.filter_window,
+                        filter_polyorder: m.filter_polyorder,
+                        filter_tolerance: m.filter_tolerance,
+                        chunk_size: self.max_tokens,
+                        skip_window: m.skip_window,
+                    },
+                    self.window,
+                ),
+                String::new(),
+            ),
+            ChunkerKind::Breakpoint => {
+                let b = &self.breakpoint;
+                (
+                    Rule::Breakpoint {
+                        params: BreakpointParams {
+                            kind: b.kind,
+                            amount: b.amount.unwrap_or(b.kind.default_amount()),
+                            number_of_chunks: b.number_of_chunks,
+                            min_chunk_size: b.min_chunk_chars,
+                        },
+                        buffer: b.buffer_size,
+                        window: self.window,
+                    },
+                    String::new(),
+                )
+            }
+            k => return Err(Error::Internal(format!("{k} has no rule"))),
+        })
+    }
+
+    /// Max–Min's `hard_thr` as [`Self::build`] resolves it (for plots and reports).
+    ///
+    /// # Errors
+    /// If the model cannot be loaded.
+    pub fn resolved_hard_thr(&self) -> Result<f64> {
+        let spec = Self { chunker: ChunkerKind::Maxmin, ..self.clone() };
+        match spec.rule(&*spec.load_model()?)?.0 {
+            Rule::MaxMin(p) => Ok(p.hard_thr),
+            _ => Err(Error::Internal("maxmin has a Max–Min rule".into())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_spec_is_the_default_and_round_trips() {
+        let s: ChunkerSpec = serde_json::from_str("{}").unwrap();
+        assert_eq!(s, ChunkerSpec::default());
+        let mut s = ChunkerSpec::new(ChunkerKind::Maxmin);
+        s.maxmin.hard_thr = HardThr::Fixed(0.45);
+        s.min_tokens = MinTokens::Fixed(12);
+        s.breakpoint.kind = ThresholdType::Interquartile;
+        let json = s.to_json();
+        assert!(json.contains("\"hard_thr\": 0.45") && json.contains("\"interquartile\""), "{json}");
+        assert_eq!(serde_json::from_str::<ChunkerSpec>(&json).unwrap(), s);
+        assert!(ChunkerSpec::default().to_json().contains("\"min_tokens\": \"auto\""));
+    }
+
+    #[test]
+    fn unknown_fields_and_bad_values_are_errors() {
+        let e = serde_json::from_str::<ChunkerSpec>(r#"{"max_tokenz": 3}"#).unwrap_err().to_string();
+        assert!(e.contains("max_tokenz"), "{e}");
+        assert!(serde_json::from_str::<ChunkerSpec>(r#"{"chunker": "nope"}"#).is_err());
+        assert!(serde_json::from_str::<ChunkerSpec>(r#"{"min_tokens": "some"}"#).is_err());
+        let bad = ChunkerSpec { overlap: 4, ..ChunkerSpec::new(ChunkerKind::Maxmin) };
+        assert!(matches!(bad.build(), Err(Error::Config(_))));
+    }
+
+    #[test]
+    fn auto_minimum_is_a_quarter_of_the_cap_for_embedding_chunkers_only() {
+        assert_eq!(ChunkerSpec::new(ChunkerKind::Maxmin).options().min_tokens, 64);
+        assert_eq!(ChunkerSpec::new(ChunkerKind::Recursive).options().min_tokens, 0);
+    }
+}

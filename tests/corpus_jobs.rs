@@ -1,0 +1,510 @@
+//! Corpus jobs end to end: resume after `kill -9`, identical output whatever the threads,
+//! batches and channel depth, shards, Parquet and embeddings, compressed and Parquet
+//! inputs, bad documents, model failures, and the chunker spec on the command line.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float32Type, Int64Type};
+use arrow_array::RecordBatch;
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_seamcut")
+}
+
+fn seamcut(args: &[&str]) -> Output {
+    Command::new(bin()).args(args).stdin(Stdio::null()).output().unwrap()
+}
+
+fn ok(args: &[&str]) -> Output {
+    let out = seamcut(args);
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+/// A JSONL corpus of `n` documents built from the repository's sample sentences (several
+/// paragraphs each, ids and a `lang` field), with one bad line in the middle.
+fn corpus(dir: &Path, n: usize) -> PathBuf {
+    let sentences: Vec<&str> = include_str!("../benches/data-sentences.txt").lines().collect();
+    let path = dir.join("corpus.jsonl");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    let mut k = 0;
+    for d in 0..n {
+        let mut text = String::new();
+        for p in 0..3 + d % 5 {
+            for _ in 0..2 + (d + p) % 4 {
+                text.push_str(sentences[k % sentences.len()]);
+                text.push(' ');
+                k += 1;
+            }
+            text.push_str("\n\n");
+        }
+        writeln!(f, "{}", serde_json::json!({"id": format!("doc-{d:04}"), "text": text, "lang": if d % 2 == 0 { "en" } else { "xx" }}))
+            .unwrap();
+        if d == n / 2 {
+            writeln!(f, "{{\"id\": \"broken\", \"text\": 42}}").unwrap();
+        }
+    }
+    path
+}
+
+fn read_parquet(path: &Path) -> Vec<RecordBatch> {
+    let f = std::fs::File::open(path).unwrap();
+    parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f)
+        .unwrap()
+        .build()
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+/// Run `args` with `--resume -o out`, killing it (SIGKILL) after each delay, then once to
+/// the end; returns how many kills left an interrupted job behind.
+fn run_with_kills(args: &[&str], out: &Path, delays_ms: &[u64]) -> usize {
+    let partial = PathBuf::from(format!("{}.seamcut-partial", out.display()));
+    let mut interrupted = 0;
+    let mut full: Vec<&str> = args.to_vec();
+    let o = out.to_str().unwrap();
+    full.extend(["-o", o, "--resume", "-q"]);
+    for &ms in delays_ms {
+        let mut child =
+            Command::new(bin()).args(&full).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+        let _ = child.kill(); // SIGKILL on Unix
+        let status = child.wait().unwrap();
+        if !status.success() && partial.is_dir() {
+            interrupted += 1;
+        }
+    }
+    ok(&full);
+    assert!(!partial.exists(), "the partial folder is removed at the end");
+    interrupted
+}
+
+#[test]
+fn resume_after_kill_9_gives_byte_identical_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = corpus(dir.path(), 400);
+    let input = input.to_str().unwrap();
+    for (ext, extra) in [("parquet", vec!["--embeddings", "mean"]), ("jsonl", vec!["--embeddings", "mean"])] {
+        let mut args =
+            vec!["chunk", input, "--chunker", "maxmin", "--meta-field", "lang", "--batch-bytes", "6000"];
+        args.extend(extra);
+        let reference = dir.path().join(format!("ref.{ext}"));
+        let mut a = args.clone();
+        a.extend(["-o", reference.to_str().unwrap(), "-q"]);
+        let t0 = std::time::Instant::now();
+        ok(&a);
+        let whole_ms = t0.elapsed().as_millis() as u64;
+        let out = dir.path().join(format!("out.{ext}"));
+        // Kills spread over the run, at moments that differ from run to run of the test.
+        let seed =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos() as u64;
+        // The job needs most of a second to start (model load) before it writes anything,
+        // so the kills land between 40% and 95% of an uninterrupted run.
+        let delays: Vec<u64> = (0..5).map(|i| whole_ms * (40 + (seed / 7 + i * 37) % 56) / 100).collect();
+        let interrupted = run_with_kills(&args, &out, &delays);
+        eprintln!(
+            "{ext}: whole run {whole_ms} ms; kills at {delays:?} ms left {interrupted} interrupted job(s)"
+        );
+        assert!(
+            interrupted >= 1,
+            "{ext}: no kill landed mid-job (delays {delays:?}, whole run {whole_ms} ms)"
+        );
+        assert_eq!(
+            std::fs::read(&out).unwrap(),
+            std::fs::read(&reference).unwrap(),
+            "{ext}: resumed output differs"
+        );
+        let errors = |p: &Path| std::fs::read(p.with_extension("errors.jsonl")).unwrap();
+        assert_eq!(errors(&out), errors(&reference), "{ext}: the errors lists differ");
+        assert!(String::from_utf8(errors(&out)).unwrap().contains("corpus.jsonl:"), "the bad line is listed");
+        if ext == "jsonl" {
+            assert_eq!(
+                std::fs::read(out.with_extension("npy")).unwrap(),
+                std::fs::read(reference.with_extension("npy")).unwrap()
+            );
+        }
+    }
+}
+
+#[test]
+fn threads_batches_and_channel_depth_do_not_change_output_and_shards_partition_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = corpus(dir.path(), 120);
+    let input = input.to_str().unwrap();
+    let run = |extra: &[&str]| {
+        let mut a = vec!["chunk", input, "--chunker", "maxmin", "-q"];
+        a.extend(extra);
+        ok(&a).stdout
+    };
+    let base = run(&["-j", "1"]);
+    assert!(base.len() > 10_000);
+    assert_eq!(run(&["-j", "2"]), base, "2 threads");
+    assert_eq!(run(&["-j", "2", "--batch-bytes", "3000", "--channel-depth", "1"]), base, "small batches");
+    assert_eq!(run(&["--batch-bytes", "100000000", "--channel-depth", "4"]), base, "one batch");
+
+    let lines = |b: &[u8]| -> Vec<String> {
+        String::from_utf8(b.to_vec()).unwrap().lines().map(str::to_string).collect()
+    };
+    let whole = lines(&base);
+    let mut union = Vec::new();
+    for i in 0..3 {
+        let part = lines(&run(&["--shard", &format!("{i}/3")]));
+        assert!(!part.is_empty() && part.len() < whole.len(), "shard {i}");
+        // Within a shard, records keep the corpus order.
+        let order: Vec<usize> = part.iter().map(|l| whole.iter().position(|w| w == l).unwrap()).collect();
+        assert!(order.windows(2).all(|w| w[0] < w[1]), "shard {i} is in input order");
+        union.extend(part);
+    }
+    union.sort();
+    let mut sorted = whole.clone();
+    sorted.sort();
+    assert_eq!(union, sorted, "the shards' union is the whole output");
+}
+
+#[test]
+fn parquet_output_carries_metadata_and_embeddings() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = corpus(dir.path(), 30);
+    let input_s = input.to_str().unwrap();
+    let pq = dir.path().join("mean.parquet");
+    ok(&[
+        "chunk",
+        input_s,
+        "--chunker",
+        "maxmin",
+        "--meta-field",
+        "lang",
+        "--embeddings",
+        "mean",
+        "-o",
+        pq.to_str().unwrap(),
+        "-q",
+    ]);
+    let jl = dir.path().join("plain.jsonl");
+    ok(&["chunk", input_s, "--chunker", "maxmin", "--meta-field", "lang", "-o", jl.to_str().unwrap(), "-q"]);
+    let records: Vec<serde_json::Value> =
+        std::fs::read_to_string(&jl).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let batches = read_parquet(&pq);
+    let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+    assert_eq!(rows, records.len(), "the same chunks in both formats");
+
+    // The mean embedding of each chunk is the re-normalised mean of its unit vectors.
+    let spec: seamcut::spec::ChunkerSpec = serde_json::from_str(r#"{"chunker": "maxmin"}"#).unwrap();
+    let chunker = spec.build().unwrap();
+    let sc = chunker.semantic().unwrap();
+    let docs: Vec<serde_json::Value> = std::fs::read_to_string(&input)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["text"].is_string())
+        .collect();
+    let mut expected: Vec<Vec<f32>> = Vec::new();
+    for d in &docs {
+        let text = d["text"].as_str().unwrap();
+        let units = sc.units(text);
+        let texts = seamcut::chunkers::semantic::unit_texts(text, &units);
+        let (v, _) = seamcut::embed::embed_texts(sc.embedder().as_ref(), &texts, sc.embed_options()).unwrap();
+        let chunks = sc.chunk_with_vectors(text, &units, &v.data).unwrap();
+        for r in chunks.unit_ranges {
+            let mut m = vec![0f32; v.dim];
+            for u in r {
+                for (a, b) in m.iter_mut().zip(v.row(u)) {
+                    *a += b;
+                }
+            }
+            seamcut::embed::normalize(&mut m);
+            expected.push(m);
+        }
+    }
+    assert_eq!(expected.len(), rows);
+    let mut i = 0;
+    for b in &batches {
+        let lang = b.column_by_name("lang").unwrap().as_string::<i32>();
+        let start = b.column_by_name("start").unwrap().as_primitive::<Int64Type>();
+        let emb = b.column_by_name("embedding").unwrap().as_fixed_size_list();
+        for r in 0..b.num_rows() {
+            assert_eq!(lang.value(r), records[i]["lang"].as_str().unwrap());
+            assert_eq!(start.value(r) as u64, records[i]["start"].as_u64().unwrap());
+            let v = emb.value(r);
+            let v = v.as_primitive::<Float32Type>().values();
+            let max = v.iter().zip(&expected[i]).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+            assert!(max < 1e-6, "chunk {i}: mean embedding off by {max}");
+            i += 1;
+        }
+    }
+
+    // reembed: each chunk's text embedded again, as `seamcut embed` does.
+    let pq2 = dir.path().join("re.parquet");
+    ok(&[
+        "chunk",
+        input_s,
+        "--chunker",
+        "recursive",
+        "--embeddings",
+        "reembed",
+        "-o",
+        pq2.to_str().unwrap(),
+        "-q",
+    ]);
+    let batches = read_parquet(&pq2);
+    let texts: Vec<String> = batches
+        .iter()
+        .flat_map(|b| {
+            let t = b.column_by_name("text").unwrap().as_string::<i32>();
+            (0..b.num_rows()).map(|r| t.value(r).to_string()).collect::<Vec<_>>()
+        })
+        .collect();
+    let model = seamcut::models::load("default", &seamcut::device::Compute::cpu()).unwrap();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let (want, _) = seamcut::embed::embed_texts(model.as_ref(), &refs, Default::default()).unwrap();
+    let mut i = 0;
+    for b in &batches {
+        let emb = b.column_by_name("embedding").unwrap().as_fixed_size_list();
+        for r in 0..b.num_rows() {
+            let v = emb.value(r);
+            let v = v.as_primitive::<Float32Type>().values();
+            let cos: f32 = v.iter().zip(want.row(i)).map(|(a, b)| a * b).sum();
+            assert!(cos > 1.0 - 1e-5, "chunk {i}: cosine {cos}");
+            i += 1;
+        }
+    }
+
+    // mean needs unit vectors; embeddings need a file.
+    let out =
+        seamcut(&["chunk", input_s, "--chunker", "recursive", "--embeddings", "mean", "-o", "x.parquet"]);
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = seamcut(&["chunk", input_s, "--chunker", "maxmin", "--embeddings", "mean"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn compressed_and_parquet_inputs_read_like_plain_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = corpus(dir.path(), 12);
+    let plain = ok(&["chunk", input.to_str().unwrap(), "-q"]).stdout;
+    let bytes = std::fs::read(&input).unwrap();
+    let gz = dir.path().join("c.jsonl.gz");
+    let mut e =
+        flate2::write::GzEncoder::new(std::fs::File::create(&gz).unwrap(), flate2::Compression::default());
+    e.write_all(&bytes).unwrap();
+    e.finish().unwrap();
+    let zst = dir.path().join("c.jsonl.zst");
+    std::fs::write(&zst, zstd::encode_all(&bytes[..], 3).unwrap()).unwrap();
+    // Parquet input: id and text columns, from a JSONL chunk run of seamcut itself.
+    let pq = dir.path().join("docs.parquet");
+    {
+        let docs: Vec<serde_json::Value> = bytes
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .filter_map(|l| serde_json::from_slice(l).ok())
+            .collect();
+        let docs: Vec<&serde_json::Value> = docs.iter().filter(|d| d["text"].is_string()).collect();
+        let schema = Arc::new(arrow_schema::Schema::new(vec![
+            arrow_schema::Field::new("id", arrow_schema::DataType::Utf8, false),
+            arrow_schema::Field::new("text", arrow_schema::DataType::Utf8, true),
+        ]));
+        let ids = arrow_array::StringArray::from_iter_values(
+            docs.iter().map(|d| d["id"].as_str().unwrap()).chain(["null-text"]),
+        );
+        let texts =
+            arrow_array::StringArray::from_iter(docs.iter().map(|d| d["text"].as_str()).chain([None]));
+        let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(ids), Arc::new(texts)]).unwrap();
+        let mut w =
+            parquet::arrow::ArrowWriter::try_new(std::fs::File::create(&pq).unwrap(), schema, None).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+    }
+    let strip_ids = |b: &[u8]| -> Vec<serde_json::Value> {
+        String::from_utf8(b.to_vec()).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    };
+    let want = strip_ids(&plain);
+    for p in [&gz, &zst, &pq] {
+        let out = seamcut(&["chunk", p.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(strip_ids(&out.stdout), want, "{}", p.display());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("skipped 1 document(s)"), "{}: the bad record is reported: {err}", p.display());
+    }
+}
+
+#[test]
+fn the_default_model_travels_with_the_binary_and_calibration_follows_the_weights() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("seamcut");
+    std::fs::copy(bin(), &exe).unwrap();
+    let doc = dir.path().join("d.txt");
+    std::fs::write(&doc, include_str!("../benches/data-sentences.txt")).unwrap();
+    let out = Command::new(&exe)
+        .args(["chunk", doc.to_str().unwrap(), "--chunker", "maxmin"])
+        .env("SEAMCUT_MODELS", dir.path().join("nowhere"))
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("built in") && err.contains("hard_thr 0.7 calibrated for default"), "{err}");
+
+    // all-MiniLM-L6-v2 under another name and path still gets its calibration.
+    let minilm = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/all-MiniLM-L6-v2");
+    if !minilm.join("model.safetensors").is_file() {
+        eprintln!("skipped: models/all-MiniLM-L6-v2 is not fetched (models/fetch-minilm.sh)");
+        return;
+    }
+    let copy = dir.path().join("my-encoder");
+    std::fs::create_dir_all(copy.join("1_Pooling")).unwrap();
+    for f in [
+        "model.safetensors",
+        "tokenizer.json",
+        "config.json",
+        "modules.json",
+        "1_Pooling/config.json",
+        "sentence_bert_config.json",
+    ] {
+        if minilm.join(f).is_file() {
+            std::fs::copy(minilm.join(f), copy.join(f)).unwrap();
+        }
+    }
+    let out = ok(&["chunk", doc.to_str().unwrap(), "--chunker", "maxmin", "--model", copy.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("hard_thr 0.3 calibrated for all-MiniLM-L6-v2 (matched by weights fingerprint)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn catalog_fingerprints_are_those_of_the_shipped_weights() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
+    for e in seamcut::models::catalog() {
+        let f = root.join(&e.name).join("model.safetensors");
+        if e.fingerprints.is_empty() || !f.is_file() {
+            continue;
+        }
+        let fp = seamcut::models::fingerprint_file(&f).unwrap();
+        assert!(e.fingerprints.contains(&fp), "{}: {fp} not in {:?}", e.name, e.fingerprints);
+        assert_eq!(fp, seamcut::models::fingerprint_bytes(&std::fs::read(&f).unwrap()));
+    }
+}
+
+#[test]
+fn spec_files_and_flags_build_the_same_chunker() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = dir.path().join("d.txt");
+    std::fs::write(&doc, include_str!("../benches/data-sentences.txt")).unwrap();
+    let d = doc.to_str().unwrap();
+    let flags =
+        ["--chunker", "minima", "--max-tokens", "128", "--threshold", "0.7", "--splitter", "segmenter"];
+    let mut a = vec!["chunk", d, "--print-spec"];
+    a.extend(flags);
+    let spec = ok(&a).stdout;
+    let v: serde_json::Value = serde_json::from_slice(&spec).unwrap();
+    assert_eq!(
+        (v["chunker"].as_str(), v["max_tokens"].as_u64(), v["units"].as_str()),
+        (Some("minima"), Some(128), Some("segmenter"))
+    );
+    assert_eq!(v["minima"]["threshold"].as_f64(), Some(0.7));
+    let spec_path = dir.path().join("spec.json");
+    std::fs::write(&spec_path, &spec).unwrap();
+    let mut a = vec!["chunk", d, "-q"];
+    a.extend(flags);
+    let by_flags = ok(&a).stdout;
+    let by_spec = ok(&["chunk", d, "--spec", spec_path.to_str().unwrap(), "-q"]).stdout;
+    assert_eq!(by_flags, by_spec);
+    // A flag overrides the file.
+    let capped = ok(&["chunk", d, "--spec", spec_path.to_str().unwrap(), "--max-tokens", "40", "-q"]).stdout;
+    for l in String::from_utf8(capped).unwrap().lines() {
+        let r: serde_json::Value = serde_json::from_str(l).unwrap();
+        assert!(r["tokens"].as_u64().unwrap() <= 40);
+    }
+    std::fs::write(&spec_path, r#"{"chunker": "maxmin", "max_tokenz": 5}"#).unwrap();
+    let out = seamcut(&["chunk", d, "--spec", spec_path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("max_tokenz"));
+}
+
+/// A model that fails on any batch holding the word "FAIL": a stand-in for a device error
+/// on one document.
+struct Flaky(Arc<dyn seamcut::embed::Embedder>, u32);
+
+impl seamcut::embed::Embedder for Flaky {
+    fn dim(&self) -> usize {
+        self.0.dim()
+    }
+    fn max_tokens(&self) -> Option<usize> {
+        self.0.max_tokens()
+    }
+    fn tokenizer(&self) -> &seamcut::wordpiece::TextTokenizer {
+        self.0.tokenizer()
+    }
+    fn special_ids(&self) -> (&[u32], &[u32]) {
+        self.0.special_ids()
+    }
+    fn content_ids(&self, text: &str) -> Vec<u32> {
+        self.0.content_ids(text)
+    }
+    fn embed(&self, batch: &seamcut::embed::FlatBatch) -> seamcut::Result<Vec<f32>> {
+        if batch.ids.contains(&self.1) {
+            return Err(seamcut::Error::Compute("the device is on fire".into()));
+        }
+        self.0.embed(batch)
+    }
+    fn describe(&self) -> String {
+        "flaky".into()
+    }
+}
+
+#[test]
+fn a_model_failure_costs_one_document_and_is_counted() {
+    use seamcut::chunkers::semantic::{ModelErrorPolicy, Rule, SemanticChunker};
+    use seamcut::corpus::Document;
+    use seamcut::pipeline::{chunk_corpus, Job, JobOptions, Target};
+    let inner: Arc<dyn seamcut::embed::Embedder> =
+        seamcut::models::load("default", &seamcut::device::Compute::cpu()).unwrap().into();
+    let fail_id = inner.content_ids("fail")[0];
+    let model: Arc<dyn seamcut::embed::Embedder> = Arc::new(Flaky(inner, fail_id));
+    let sizer: Arc<dyn seamcut::sizer::Sizer> =
+        Arc::new(seamcut::sizer::HfSizer::new(model.tokenizer().hf().clone(), "m"));
+    let docs = || {
+        ["One calm sentence. Another calm one.", "This one will FAIL. Badly.", "A third document. Fine."]
+            .iter()
+            .enumerate()
+            .map(|(i, t)| Ok(Document::new(format!("d{i}"), *t)))
+            .collect::<Vec<_>>()
+            .into_iter()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    for (policy, fallbacks, skipped) in [(ModelErrorPolicy::Sentence, 1, 0), (ModelErrorPolicy::Fail, 0, 1)] {
+        let c = SemanticChunker::new(
+            model.clone(),
+            sizer.clone(),
+            seamcut::device::Compute::cpu(),
+            Rule::MaxMin(Default::default()),
+            seamcut::chunkers::ChunkOptions::new(64),
+        )
+        .with_model_error_policy(policy);
+        let job = Job { chunker: &c, embedder: None, fingerprint: "t".into(), opts: JobOptions::default() };
+        let out = dir.path().join(format!("{policy:?}.jsonl"));
+        let stats = chunk_corpus(
+            docs(),
+            &job,
+            &Target::File { path: out.clone(), format: Default::default(), resume: false },
+        )
+        .unwrap();
+        assert_eq!(stats.totals.fallbacks, fallbacks, "{policy:?}");
+        assert_eq!(stats.totals.skipped_total(), skipped, "{policy:?}");
+        assert_eq!(stats.totals.documents, 3 - skipped, "{policy:?}");
+        let written = std::fs::read_to_string(&out).unwrap();
+        assert_eq!(written.contains("\"doc_id\":\"d1\""), policy == ModelErrorPolicy::Sentence);
+        assert!(
+            written.contains("\"doc_id\":\"d0\"") && written.contains("\"doc_id\":\"d2\""),
+            "the others are chunked: {written}"
+        );
+        let errors = std::fs::read_to_string(out.with_extension("errors.jsonl")).unwrap();
+        assert!(errors.contains("on fire") && errors.contains("\"d1\""), "{errors}");
+    }
+}
