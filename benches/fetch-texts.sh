@@ -11,7 +11,7 @@
 #   benches/fetch-texts.sh --zh DIR     Chinese sources for `seamcut eval topics`: the prose
 #                                       paragraphs of the Debian Reference and the Debian FAQ
 #                                       in Simplified Chinese, one file per chapter, from two
-#                                       pinned Debian packages (downloaded from deb.debian.org,
+#                                       pinned Debian packages (fetched with apt-get download,
 #                                       checked by SHA-256, cached in $SEAMCUT_CACHE or
 #                                       target/fetch).
 set -euo pipefail
@@ -27,10 +27,13 @@ if [ "$mode" = zh ]; then
   while read -r sum path; do
     deb="$cache/$(basename "$path")"
     if ! echo "$sum  $deb" | sha256sum -c --status 2>/dev/null; then
-      curl -fsS --retry 3 -o "$deb.part" "http://deb.debian.org/debian/$path" \
-        || { echo "fetch-texts.sh: cannot download $path from deb.debian.org"; exit 1; }
-      echo "$sum  $deb.part" | sha256sum -c --status || { echo "fetch-texts.sh: $path: checksum mismatch"; exit 1; }
-      mv "$deb.part" "$deb"
+      # The package and version from the file name (pool/.../NAME_VERSION_all.deb), fetched
+      # with apt (run apt-get update once on a new machine).
+      pv="$(basename "$path" _all.deb)"
+      rm -f "$deb"
+      (cd "$cache" && apt-get download -qq "${pv%%_*}=${pv#*_}" >/dev/null) \
+        || { echo "fetch-texts.sh: cannot download ${pv%%_*}=${pv#*_} (apt-get update first?)"; exit 1; }
+      echo "$sum  $deb" | sha256sum -c --status || { echo "fetch-texts.sh: $path: checksum mismatch"; exit 1; }
     fi
     mkdir -p "$cache/x"
     dpkg-deb -x "$deb" "$cache/x"

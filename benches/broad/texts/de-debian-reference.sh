@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# de-debian-reference: the German translation of the Debian Reference ("Debian-Referenz", Osamu
+# Aoki; translated by Jens Seidel and others), from the pinned Debian package
+# debian-reference-de 2.100 (for Debian 12 "Bookworm"). The preface, chapters 1-12 and the
+# appendix in order, from the HTML pages: headings, paragraphs, list items, notes/tips (their
+# label as its own paragraph), footnotes and shell listings; each data table (mostly package
+# lists: Paket | Popcon | Größe | Beschreibung) becomes one block with one line per row, cells
+# joined by " | ". The title page, tables of contents and navigation bars are left out.
+set -euo pipefail
+
+out=${1:?usage: de-debian-reference.sh OUTDIR}
+name=de-debian-reference
+pkg=debian-reference-de
+ver=2.100
+deb=${pkg}_${ver}_all.deb
+sha=3b0ce65fd63e75ddf8eb07ca36293425135080e690a07e06a6ac8bc8040ef0aa
+
+cache=${SEAMCUT_CACHE:-$(cd "$(dirname "$0")/../../.." && pwd)/target/fetch}
+mkdir -p "$cache" "$out"
+
+have() { [ -f "$cache/$deb" ] && echo "$sha  $cache/$deb" | sha256sum -c --status; }
+if ! have; then
+    rm -f "$cache/$deb"
+    log=$(cd "$cache" && apt-get download "$pkg=$ver" 2>&1) || { echo "$log" >&2; exit 1; }
+    have || { echo "$name: checksum mismatch for $cache/$deb" >&2; exit 1; }
+fi
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+dpkg-deb -x "$cache/$deb" "$tmp"
+
+python3 - "$tmp/usr/share/debian-reference" "$out/$name.txt" <<'PY'
+import html.parser
+import os
+import sys
+
+src, dst = sys.argv[1], sys.argv[2]
+PAGES = ["pr01"] + [f"ch{i:02d}" for i in range(1, 13)] + ["apa"]
+BLOCK = {"p", "h1", "h2", "h3", "h4", "h5", "h6", "li", "dt", "dd", "div", "ul", "ol", "dl",
+         "blockquote", "table", "tr", "td", "th"}
+VOID = {"img", "col", "meta", "link", "br", "hr"}
+SKIP_DIVS = {"toc", "list-of-tables", "navheader", "navfooter"}
+LAYOUT = {"Note", "Tip", "Caution", "Warning", "Important"}
+
+
+class Extract(html.parser.HTMLParser):
+    """Collects blocks of text: paragraphs, listings, and data tables (one line per row)."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.blocks, self.buf = [], []
+        self.stack = []      # open elements: (tag, starts a skipped subtree)
+        self.skip = 0        # depth inside skipped subtrees
+        self.tables = []     # open tables: None for a layout table, else a list of row lines
+        self.row = None      # cells of the current data-table row
+        self.cell = None     # text of the current data-table cell
+
+    def flush(self):
+        text = " ".join("".join(self.buf).split())
+        self.buf = []
+        if text:
+            self.blocks.append(text)
+
+    def in_data_table(self):
+        return bool(self.tables) and self.tables[-1] is not None
+
+    def handle_startendtag(self, tag, attrs):
+        if tag == "br" and not self.skip:
+            (self.cell if self.cell is not None else self.buf).append(" ")
+
+    def handle_starttag(self, tag, attrs):
+        if tag in VOID:
+            self.handle_startendtag(tag, attrs)
+            return
+        a = dict(attrs)
+        skipping = not self.skip and (
+            tag in ("head", "script", "style")
+            or (tag == "div" and a.get("class") in SKIP_DIVS)
+            or (tag == "table" and a.get("summary", "").startswith("Navigation")))
+        self.stack.append((tag, skipping))
+        if skipping:
+            self.skip += 1
+        if self.skip:
+            return
+        if self.cell is not None:
+            if tag in BLOCK:
+                self.cell.append(" ")
+        elif tag == "pre":
+            self.flush()
+        elif tag == "table":
+            self.flush()
+            self.tables.append(None if a.get("summary", "") in LAYOUT else [])
+        elif tag == "tr" and self.in_data_table():
+            self.row = []
+        elif tag in ("td", "th") and self.in_data_table():
+            self.cell = []
+        elif tag in BLOCK:
+            self.flush()
+
+    def handle_endtag(self, tag):
+        if tag in VOID or not any(t == tag for t, _ in self.stack):
+            return
+        while True:
+            t, skipping = self.stack.pop()
+            was_skipping = self.skip > 0
+            if skipping:
+                self.skip -= 1
+            if t == tag:
+                break
+        if was_skipping:
+            return
+        if self.cell is not None and tag in ("td", "th"):
+            self.row.append(" ".join("".join(self.cell).split()))
+            self.cell = None
+        elif self.cell is not None:
+            if tag in BLOCK:
+                self.cell.append(" ")
+        elif tag == "pre":
+            lines = [l.rstrip() for l in "".join(self.buf).split("\n")]
+            self.buf = []
+            text = "\n".join(lines).strip("\n")
+            if text.strip():
+                self.blocks.append(text)
+        elif tag == "tr" and self.in_data_table():
+            if self.row and any(self.row):
+                self.tables[-1].append(" | ".join(self.row))
+            self.row = None
+        elif tag == "table" and self.tables:
+            rows = self.tables.pop()
+            if rows:
+                self.blocks.append("\n".join(rows))
+        elif tag in BLOCK:
+            self.flush()
+
+    def handle_data(self, data):
+        if not self.skip:
+            (self.cell if self.cell is not None else self.buf).append(data)
+
+
+blocks = []
+for page in PAGES:
+    p = Extract()
+    p.feed(open(os.path.join(src, f"{page}.de.html"), encoding="utf-8").read())
+    p.close()
+    p.flush()
+    blocks.extend(p.blocks)
+
+with open(dst, "w", encoding="utf-8") as f:
+    f.write("\n\n".join(blocks) + "\n")
+PY
+
+echo "$name: $(wc -w <"$out/$name.txt") words -> $out/$name.txt"
