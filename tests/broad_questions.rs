@@ -16,7 +16,8 @@ fn the_broad_benchmark_fetches_and_every_question_checks() {
     let mut heldout = 0;
     for t in texts {
         let name = t["name"].as_str().unwrap();
-        let n = std::fs::read_to_string(format!("benches/broad/questions/{name}.jsonl")).unwrap().lines().count();
+        let n =
+            std::fs::read_to_string(format!("benches/broad/questions/{name}.jsonl")).unwrap().lines().count();
         questions += n;
         if t["split"] == "heldout" {
             heldout += n;
@@ -30,7 +31,10 @@ fn the_broad_benchmark_fetches_and_every_question_checks() {
     let out = Command::new("benches/broad/fetch.sh").arg(dir.path()).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
-    assert!(stdout.contains(&format!("{questions} questions over {} texts, 0 problems", texts.len())), "{stdout}");
+    assert!(
+        stdout.contains(&format!("{questions} questions over {} texts, 0 problems", texts.len())),
+        "{stdout}"
+    );
     for t in texts {
         let words = std::fs::read_to_string(dir.path().join(format!("{}.txt", t["name"].as_str().unwrap())))
             .unwrap()

@@ -508,3 +508,20 @@ fn a_model_failure_costs_one_document_and_is_counted() {
         assert!(errors.contains("on fire") && errors.contains("\"d1\""), "{errors}");
     }
 }
+
+#[test]
+fn bench_chunk_reports_throughput_on_a_generated_corpus() {
+    let out = ok(&["bench", "chunk", "--generate", "1", "--chunker", "maxmin", "--json"]);
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(r["megabytes"].as_f64().unwrap() >= 1.0, "{r}");
+    assert!(r["documents"].as_u64().unwrap() >= 40, "{r}");
+    assert!(r["chunks"].as_u64().unwrap() > 100, "{r}");
+    for k in ["mb_per_s", "documents_per_s", "units_per_s", "tokens_per_s", "peak_rss_mb"] {
+        assert!(r[k].as_f64().unwrap() > 0.0, "{k}: {r}");
+    }
+    assert!(r["stages"]["device"].as_f64().unwrap() > 0.0, "{r}");
+    let table =
+        String::from_utf8(ok(&["bench", "chunk", "--generate", "1", "--chunker", "recursive"]).stdout)
+            .unwrap();
+    assert!(table.contains("| MB/s |") && table.contains("recursive"), "{table}");
+}
