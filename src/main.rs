@@ -172,7 +172,8 @@ fn kebab<T: serde::de::DeserializeOwned + Clone + Send + Sync + 'static>(
         .map(|s| serde_json::from_value(serde_json::Value::String(s)).expect("a listed name"))
 }
 
-const CHUNKERS: &[&str] = &["fixed", "recursive", "sentence", "paragraph", "maxmin", "minima", "breakpoint"];
+const CHUNKERS: &[&str] =
+    &["fixed", "recursive", "sentence", "paragraph", "maxmin", "minima", "breakpoint", "global"];
 
 /// The spec flags every chunking command shares (the chunker and model are per command).
 /// Each is optional: a flag given overrides `--spec FILE`, which overrides the defaults.
@@ -263,6 +264,9 @@ struct SpecArgs {
     /// Breakpoints: skip breakpoints closing a chunk shorter than this many characters.
     #[arg(long, help_heading = "Breakpoints (LangChain SemanticChunker)")]
     min_chunk_chars: Option<usize>,
+    /// Global: the mean chunk size to aim for, tokens, or `auto` (3/4 of the cap).
+    #[arg(long, help_heading = "Global (dynamic programming)")]
+    target_tokens: Option<seamcut::spec::TargetTokens>,
 }
 
 impl SpecArgs {
@@ -286,7 +290,8 @@ impl SpecArgs {
              similarity_window => minima.similarity_window, min_sentences => minima.min_sentences,
              filter_window => minima.filter_window, filter_polyorder => minima.filter_polyorder,
              filter_tolerance => minima.filter_tolerance, skip_window => minima.skip_window,
-             breakpoint_type => breakpoint.kind, buffer_size => breakpoint.buffer_size);
+             breakpoint_type => breakpoint.kind, buffer_size => breakpoint.buffer_size,
+             target_tokens => global.target_tokens);
         if self.breakpoint_amount.is_some() {
             s.breakpoint.amount = self.breakpoint_amount;
         }
@@ -361,8 +366,9 @@ struct RetrievalArgs {
     /// --questions per document, in the same order.
     #[arg(long, required = true)]
     questions: Vec<PathBuf>,
-    /// The retriever: embeds chunks (cut at its window, as sentence-transformers does) and questions.
-    #[arg(long, default_value = "default")]
+    /// The retriever: `bm25` (Okapi, k1 1.5, b 0.75, lower-cased words), or a model that
+    /// embeds chunks (cut at its window, as sentence-transformers does) and questions.
+    #[arg(long, visible_alias = "retriever", default_value = "default")]
     model: String,
     /// Chunks to score (JSONL with a "text" field).
     #[arg(long, conflicts_with = "chunker")]
@@ -861,17 +867,18 @@ fn eval_retrieval(a: &RetrievalArgs) -> seamcut::Result<()> {
         .iter()
         .map(|p| read_jsonl(p, "a question needs \"question\" and \"must_contain\""))
         .collect::<seamcut::Result<_>>()?;
-    let retriever =
-        ModelArgs { model: a.model.clone(), device: "auto".into(), dtype: "f32".into() }.load()?;
+    let dense = match a.model.as_str() {
+        "bm25" => None,
+        m => Some(ModelArgs { model: m.to_string(), device: "auto".into(), dtype: "f32".into() }.load()?),
+    };
+    let retriever = match &dense {
+        Some(m) => seamcut::eval::retrieval::Retriever::Dense(m.embedder.as_ref()),
+        None => seamcut::eval::retrieval::Retriever::Bm25,
+    };
     let base = a.spec.spec(None, a.chunker_model.as_deref())?;
     let sizer = SizerSpec::parse(&base.sizer).build()?;
     let runs: Vec<(String, Option<usize>, seamcut::eval::retrieval::Report)> = if let Some(p) = &a.chunks {
-        let report = seamcut::eval::retrieval::evaluate_chunk_file(
-            p,
-            &questions,
-            retriever.embedder.as_ref(),
-            sizer.as_ref(),
-        )?;
+        let report = seamcut::eval::retrieval::evaluate_chunk_file(p, &questions, retriever, sizer.as_ref())?;
         vec![(p.display().to_string(), None, report)]
     } else {
         if a.document.is_empty() {
@@ -890,26 +897,25 @@ fn eval_retrieval(a: &RetrievalArgs) -> seamcut::Result<()> {
             hard_thr_sweep: a.hard_thr_sweep.clone(),
             match_size: a.match_size,
         };
-        seamcut::eval::compare::retrieval(
-            &plan,
-            &docs,
-            &questions,
-            retriever.embedder.as_ref(),
-            sizer.as_ref(),
-        )?
-        .into_iter()
-        .map(|r| (r.label, Some(r.spec.max_tokens), r.result))
-        .collect()
+        seamcut::eval::compare::retrieval(&plan, &docs, &questions, retriever, sizer.as_ref())?
+            .into_iter()
+            .map(|r| (r.label, Some(r.spec.max_tokens), r.result))
+            .collect()
     };
     if !a.json {
         let head: Vec<String> =
             KS.iter().map(|k| format!("DCG@{k}")).chain(KS.iter().map(|k| format!("R@{k}"))).collect();
-        println!("| chunks from | cap | chunks | mean tokens | {} |", head.join(" | "));
-        println!("|---|---|---|---|{}", "---|".repeat(head.len()));
+        println!("retriever: {}", retriever.describe());
+        println!(
+            "| chunks from | cap | chunks | mean tokens | {} | span R@5 | span P@5 | span IoU@5 |",
+            head.join(" | ")
+        );
+        println!("|---|---|---|---|{}---|---|---|", "---|".repeat(head.len()));
     }
     for (name, cap, r) in runs {
         if a.json {
-            let mut o = serde_json::json!({"chunker": name, "cap": cap, "chunks": r.chunks, "mean_tokens": r.mean_tokens, "questions": r.questions, "ranks": r.ranks});
+            let mut o = serde_json::json!({"chunker": name, "cap": cap, "chunks": r.chunks, "mean_tokens": r.mean_tokens,
+                "questions": r.questions, "ranks": r.ranks, "span@5": r.span_mean, "spans": r.spans, "retriever": retriever.describe()});
             for (k, d, rec) in &r.scores {
                 o[format!("DCG@{k}")] = serde_json::json!(d);
                 o[format!("R@{k}")] = serde_json::json!(rec);
@@ -923,7 +929,15 @@ fn eval_retrieval(a: &RetrievalArgs) -> seamcut::Result<()> {
                 .chain(r.scores.iter().map(|x| format!("{:.2}", x.2)))
                 .collect();
             let cap = cap.map_or("-".to_string(), |c| c.to_string());
-            println!("| {name} | {cap} | {} | {:.1} | {} |", r.chunks, r.mean_tokens, cells.join(" | "));
+            let span = r.span_mean.map_or("- | - | -".to_string(), |s| {
+                format!("{:.1} | {:.1} | {:.1}", s.recall, s.precision, s.iou)
+            });
+            println!(
+                "| {name} | {cap} | {} | {:.1} | {} | {span} |",
+                r.chunks,
+                r.mean_tokens,
+                cells.join(" | ")
+            );
         }
     }
     Ok(())

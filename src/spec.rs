@@ -24,6 +24,7 @@ use crate::chunkers::semantic::{ModelErrorPolicy, Rule, SemanticChunker, Splitte
 use crate::chunkers::{build as build_baseline, ChunkOptions, Chunker, ChunkerKind};
 use crate::device::{Compute, DeviceSpec, Precision};
 use crate::rules::breakpoint::{BreakpointParams, ThresholdType};
+use crate::rules::global::GlobalParams;
 use crate::rules::maxmin::MaxMinParams;
 use crate::rules::minima::MinimaParams;
 use crate::sizer::{HfSizer, Sizer, SizerSpec};
@@ -66,6 +67,7 @@ pub struct ChunkerSpec {
     pub maxmin: MaxMinSpec,
     pub minima: MinimaSpec,
     pub breakpoint: BreakpointSpec,
+    pub global: GlobalSpec,
     /// What a document whose model pass fails gets.
     pub on_model_error: ModelErrorPolicy,
 }
@@ -87,6 +89,7 @@ impl Default for ChunkerSpec {
             maxmin: MaxMinSpec::default(),
             minima: MinimaSpec::default(),
             breakpoint: BreakpointSpec::default(),
+            global: GlobalSpec::default(),
             on_model_error: ModelErrorPolicy::default(),
         }
     }
@@ -176,6 +179,47 @@ impl Default for BreakpointSpec {
             number_of_chunks: None,
             buffer_size: 1,
             min_chunk_chars: None,
+        }
+    }
+}
+
+/// The global rule's parameters ([`crate::rules::global`]).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GlobalSpec {
+    /// The mean chunk size to aim for: a number of tokens, or `auto` (three quarters of the
+    /// cap; 192 without one).
+    pub target_tokens: TargetTokens,
+}
+
+/// `target_tokens`: a number, or `auto`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TargetTokens {
+    #[default]
+    Auto,
+    Fixed(usize),
+}
+
+impl TargetTokens {
+    /// The target under `max_tokens`.
+    #[must_use]
+    pub fn resolve(self, max_tokens: usize) -> usize {
+        match self {
+            Self::Fixed(n) => n,
+            Self::Auto if max_tokens == 0 => 192,
+            Self::Auto => (max_tokens * 3 / 4).max(1),
+        }
+    }
+}
+
+impl std::str::FromStr for TargetTokens {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        if s == "auto" {
+            Ok(Self::Auto)
+        } else {
+            s.parse().map(Self::Fixed).map_err(|_| format!("expected a number or auto, got {s:?}"))
         }
     }
 }
@@ -270,6 +314,7 @@ macro_rules! auto_or_number {
 }
 auto_or_number!(MinTokens, usize);
 auto_or_number!(HardThr, f64);
+auto_or_number!(TargetTokens, usize);
 
 impl ChunkerSpec {
     /// A spec for `chunker` with every other field at its default.
@@ -392,6 +437,14 @@ impl ChunkerSpec {
                 };
                 (Rule::MaxMin(p), note)
             }
+            ChunkerKind::Global => (
+                Rule::Global(GlobalParams {
+                    max_tokens: self.max_tokens,
+                    target_tokens: self.global.target_tokens.resolve(self.max_tokens),
+                    penalty: 0.0,
+                }),
+                String::new(),
+            ),
             ChunkerKind::Minima => (
                 Rule::Minima(
                     MinimaParams {

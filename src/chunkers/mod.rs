@@ -114,10 +114,13 @@ pub enum ChunkerKind {
     Minima,
     /// Breakpoints on neighbour distances (LangChain/LlamaIndex SemanticChunker).
     Breakpoint,
+    /// Every cut at once: the segmentation that maximises within-chunk coherence under the
+    /// cap, at the mean chunk size asked for (seamcut's own, [`crate::rules::global`]).
+    Global,
 }
 
 impl ChunkerKind {
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 8] = [
         Self::Fixed,
         Self::Recursive,
         Self::Sentence,
@@ -125,6 +128,7 @@ impl ChunkerKind {
         Self::Maxmin,
         Self::Minima,
         Self::Breakpoint,
+        Self::Global,
     ];
 
     #[must_use]
@@ -137,6 +141,7 @@ impl ChunkerKind {
             Self::Maxmin => "maxmin",
             Self::Minima => "minima",
             Self::Breakpoint => "breakpoint",
+            Self::Global => "global",
         }
     }
 
@@ -216,7 +221,7 @@ pub fn build(kind: ChunkerKind, sizer: Arc<dyn Sizer>, opts: ChunkOptions) -> Re
         ChunkerKind::Recursive => Box::new(recursive::RecursiveChunker::new(sizer, opts)),
         ChunkerKind::Sentence => Box::new(sentence::SentenceChunker::new(sizer, opts)),
         ChunkerKind::Paragraph => Box::new(paragraph::ParagraphChunker::new(sizer, opts)),
-        ChunkerKind::Maxmin | ChunkerKind::Minima | ChunkerKind::Breakpoint => {
+        ChunkerKind::Maxmin | ChunkerKind::Minima | ChunkerKind::Breakpoint | ChunkerKind::Global => {
             return Err(Error::Config(format!(
                 "{kind} needs a model: build it from a ChunkerSpec (seamcut::spec)"
             )))

@@ -16,6 +16,7 @@ use crate::chunk::ChunkSpan;
 use crate::device::Compute;
 use crate::embed::{embed_texts, EmbedOptions, Embedder};
 use crate::rules::breakpoint::{breakpoints, BreakpointParams};
+use crate::rules::global::{global, GlobalParams};
 use crate::rules::maxmin::{maxmin, MaxMinParams};
 use crate::rules::minima::{skip_and_merge, split_groups, split_starts, MinimaParams};
 use crate::rules::sizing;
@@ -53,6 +54,7 @@ pub enum ModelErrorPolicy {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Rule {
     MaxMin(MaxMinParams),
+    Global(GlobalParams),
     Minima(MinimaParams, WindowMode),
     Breakpoint { params: BreakpointParams, buffer: usize, window: WindowMode },
 }
@@ -61,6 +63,7 @@ impl Rule {
     fn name(&self) -> &'static str {
         match self {
             Self::MaxMin(_) => "maxmin",
+            Self::Global(_) => "global",
             Self::Minima(..) => "minima",
             Self::Breakpoint { .. } => "breakpoint",
         }
@@ -229,6 +232,7 @@ impl SemanticChunker {
                 let p = MaxMinParams { max_tokens: self.opts.max_tokens, ..p };
                 maxmin(band, tokens, &p)
             }
+            Rule::Global(p) => global(band, tokens, &GlobalParams { max_tokens: self.opts.max_tokens, ..p }),
             Rule::Minima(p, mode) => {
                 let w = p.similarity_window;
                 let sims = match mode {
@@ -348,7 +352,7 @@ impl SemanticChunker {
         }
         let unit_texts = unit_texts(text, units);
         let width = match self.rule {
-            Rule::MaxMin(_) => MAX_CHUNK_SENTENCES.min(n.max(1)),
+            Rule::MaxMin(_) | Rule::Global(_) => MAX_CHUNK_SENTENCES.min(n.max(1)),
             _ => 1,
         };
         let band = similarity::band(vectors, self.embedder.dim(), width, &self.compute)?;

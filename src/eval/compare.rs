@@ -7,8 +7,7 @@
 
 use crate::chunk::ChunkSpan;
 use crate::chunkers::ChunkerKind;
-use crate::embed::Embedder;
-use crate::eval::retrieval::{cap_for_mean, evaluate, Case, Question, Report};
+use crate::eval::retrieval::{cap_for_mean, evaluate, Case, Question, Report, Retriever};
 use crate::eval::segmentation::{score, unit_starts_of};
 use crate::eval::topics::TopicDoc;
 use crate::sizer::Sizer;
@@ -151,7 +150,7 @@ pub fn retrieval(
     plan: &Plan,
     documents: &[String],
     questions: &[Vec<Question>],
-    retriever: &dyn Embedder,
+    retriever: Retriever<'_>,
     sizer: &dyn Sizer,
 ) -> Result<Vec<Run<Report>>> {
     if documents.len() != questions.len() {
@@ -161,16 +160,26 @@ pub fn retrieval(
             documents.len()
         )));
     }
-    let chunk_texts = |spec: &ChunkerSpec| -> Result<Vec<Vec<String>>> {
+    // Per document: chunk texts and byte spans.
+    type Chunked = Vec<(Vec<String>, Vec<(usize, usize)>)>;
+    let chunk_texts = |spec: &ChunkerSpec| -> Result<Chunked> {
         let c = spec.build()?;
-        documents
-            .iter()
-            .map(|d| Ok(c.chunk(d)?.iter().map(|s| d[s.start..s.end].to_string()).collect()))
+        let texts: Vec<&str> = documents.iter().map(String::as_str).collect();
+        c.chunk_batch(&texts)
+            .into_iter()
+            .zip(documents)
+            .map(|(r, d)| {
+                let spans = r?;
+                Ok((
+                    spans.iter().map(|s| d[s.start..s.end].to_string()).collect(),
+                    spans.iter().map(|s| (s.start, s.end)).collect(),
+                ))
+            })
             .collect()
     };
-    let mean = |texts: &Vec<Vec<String>>| {
-        let n: usize = texts.iter().map(Vec::len).sum();
-        texts.iter().flatten().map(|t| sizer.count(t)).sum::<usize>() as f64 / n.max(1) as f64
+    let mean = |docs: &Chunked| {
+        let n: usize = docs.iter().map(|d| d.0.len()).sum();
+        docs.iter().flat_map(|d| &d.0).map(|t| sizer.count(t)).sum::<usize>() as f64 / n.max(1) as f64
     };
     let runs = plan.execute(chunk_texts, mean)?;
     runs.into_iter()
@@ -179,7 +188,7 @@ pub fn retrieval(
                 .result
                 .into_iter()
                 .zip(questions)
-                .map(|(chunks, q)| Case { chunks, questions: q })
+                .map(|((chunks, spans), q)| Case { chunks, spans, questions: q })
                 .collect();
             Ok(Run { label: r.label, spec: r.spec, result: evaluate(retriever, &cases, sizer)? })
         })

@@ -3,6 +3,7 @@
 //! `tests/metrics_parity.rs`. [`retrieval`]: DCG@k and Recall@k by the GutenQA protocol. [`topics`]: a Choi-style
 //! topic-shift benchmark built from offline texts.
 
+pub mod bm25;
 pub mod compare;
 pub mod retrieval;
 pub mod segmentation;

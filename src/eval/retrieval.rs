@@ -12,19 +12,110 @@ use crate::Result;
 /// The cut-offs reported.
 pub const KS: [usize; 5] = [1, 2, 5, 10, 20];
 
-/// One question: its text and the string the retrieved chunk must contain.
+/// One question: its text, the string the retrieved chunk must contain, and optionally
+/// the byte spans of its document that answer it (for the span metrics).
 #[derive(Debug, Clone, serde::Deserialize)]
 pub struct Question {
     pub question: String,
     pub must_contain: String,
+    #[serde(default)]
+    pub evidence: Vec<[usize; 2]>,
 }
 
 /// One document's chunks with the questions asked of it. Each question ranks only the
-/// chunks of its own document, as in GutenQA (one book at a time).
+/// chunks of its own document, as in GutenQA (one book at a time). `spans` are the chunks'
+/// byte ranges in the document, when known (the span metrics need them).
 #[derive(Debug, Clone)]
 pub struct Case<'a> {
     pub chunks: Vec<String>,
+    pub spans: Vec<(usize, usize)>,
     pub questions: &'a [Question],
+}
+
+/// What ranks chunks for a question.
+#[derive(Clone, Copy)]
+pub enum Retriever<'a> {
+    /// Cosine of embeddings by a model (chunks cut at its window, as sentence-transformers
+    /// does).
+    Dense(&'a dyn Embedder),
+    /// Okapi BM25 over lower-cased words ([`super::bm25`]).
+    Bm25,
+}
+
+impl Retriever<'_> {
+    #[must_use]
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Dense(m) => m.describe(),
+            Self::Bm25 => "bm25 (k1 1.5, b 0.75)".into(),
+        }
+    }
+
+    /// Chunk indices in rank order for each question.
+    fn rankings(&self, chunks: &[String], questions: &[Question]) -> Result<Vec<Vec<usize>>> {
+        Ok(match self {
+            Self::Dense(model) => {
+                let q_refs: Vec<&str> = questions.iter().map(|q| q.question.as_str()).collect();
+                let (qv, _) = embed_texts(*model, &q_refs, Default::default())?;
+                let refs: Vec<&str> = chunks.iter().map(String::as_str).collect();
+                let (cv, _) = embed_texts(*model, &refs, Default::default())?;
+                (0..questions.len()).map(|i| rank(&cv.data, cv.dim, qv.row(i))).collect()
+            }
+            Self::Bm25 => {
+                let idx = super::bm25::Bm25::new(chunks);
+                questions.iter().map(|q| idx.rank(&q.question)).collect()
+            }
+        })
+    }
+}
+
+/// The cut-off of the span metrics.
+pub const SPAN_K: usize = 5;
+
+/// Span metrics of one question's top-k chunks against its evidence bytes: recall (share of
+/// evidence bytes retrieved), precision (share of retrieved bytes that are evidence), IoU.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct SpanScores {
+    pub recall: f64,
+    pub precision: f64,
+    pub iou: f64,
+}
+
+/// Merge byte ranges into sorted disjoint ones.
+fn union(mut r: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
+    r.sort_unstable();
+    let mut out: Vec<(usize, usize)> = Vec::with_capacity(r.len());
+    for (a, b) in r {
+        match out.last_mut() {
+            Some(last) if a <= last.1 => last.1 = last.1.max(b),
+            _ => out.push((a, b)),
+        }
+    }
+    out
+}
+
+fn total(r: &[(usize, usize)]) -> usize {
+    r.iter().map(|(a, b)| b - a).sum()
+}
+
+/// Span metrics of retrieved byte ranges against evidence byte ranges.
+#[must_use]
+pub fn span_scores(retrieved: &[(usize, usize)], evidence: &[(usize, usize)]) -> SpanScores {
+    let (r, e) = (union(retrieved.to_vec()), union(evidence.to_vec()));
+    let mut inter = 0;
+    let (mut i, mut j) = (0, 0);
+    while i < r.len() && j < e.len() {
+        let (a, b) = (r[i].0.max(e[j].0), r[i].1.min(e[j].1));
+        inter += b.saturating_sub(a);
+        if r[i].1 < e[j].1 {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    let (tr, te) = (total(&r), total(&e));
+    let ratio = |n: usize, d: usize| if d == 0 { 0.0 } else { 100.0 * n as f64 / d as f64 };
+    SpanScores { recall: ratio(inter, te), precision: ratio(inter, tr), iou: ratio(inter, tr + te - inter) }
 }
 
 /// Scores over all questions of all cases.
@@ -38,31 +129,51 @@ pub struct Report {
     pub ranks: Vec<Option<usize>>,
     /// (k, DCG@k, Recall@k), metrics ×100, for each k in [`KS`].
     pub scores: Vec<(usize, f64, f64)>,
+    /// Each question's span metrics at [`SPAN_K`] (`None` without evidence or spans).
+    pub spans: Vec<Option<SpanScores>>,
+    /// Means of `spans` over the questions that have them.
+    pub span_mean: Option<SpanScores>,
 }
 
-/// Embed every case's chunks and questions with `retriever` (chunk text past its window is
-/// cut, as sentence-transformers does), rank each document's chunks per question, and score.
-pub fn evaluate(retriever: &dyn Embedder, cases: &[Case<'_>], sizer: &dyn Sizer) -> Result<Report> {
+/// Rank every case's chunks for each of its questions with `retriever`, and score.
+///
+/// # Errors
+/// On a model failure.
+pub fn evaluate(retriever: Retriever<'_>, cases: &[Case<'_>], sizer: &dyn Sizer) -> Result<Report> {
     let mut ranks = Vec::new();
+    let mut spans = Vec::new();
     let (mut chunks, mut tokens) = (0, 0);
     for case in cases {
-        let q_refs: Vec<&str> = case.questions.iter().map(|q| q.question.as_str()).collect();
-        let (qv, _) = embed_texts(retriever, &q_refs, Default::default())?;
-        let refs: Vec<&str> = case.chunks.iter().map(String::as_str).collect();
-        let (cv, _) = embed_texts(retriever, &refs, Default::default())?;
+        let rankings = retriever.rankings(&case.chunks, case.questions)?;
         let norm: Vec<String> = case.chunks.iter().map(|t| normalize(t)).collect();
-        for (i, q) in case.questions.iter().enumerate() {
-            ranks.push(hit_rank(&rank(&cv.data, cv.dim, qv.row(i)), &norm, &normalize(&q.must_contain)));
+        for (q, order) in case.questions.iter().zip(&rankings) {
+            ranks.push(hit_rank(order, &norm, &normalize(&q.must_contain)));
+            spans.push((!q.evidence.is_empty() && case.spans.len() == case.chunks.len()).then(|| {
+                let top: Vec<(usize, usize)> = order.iter().take(SPAN_K).map(|&c| case.spans[c]).collect();
+                let ev: Vec<(usize, usize)> = q.evidence.iter().map(|e| (e[0], e[1])).collect();
+                span_scores(&top, &ev)
+            }));
         }
         chunks += case.chunks.len();
         tokens += case.chunks.iter().map(|t| sizer.count(t)).sum::<usize>();
     }
+    let with: Vec<&SpanScores> = spans.iter().flatten().collect();
+    let span_mean = (!with.is_empty()).then(|| {
+        let n = with.len() as f64;
+        SpanScores {
+            recall: with.iter().map(|s| s.recall).sum::<f64>() / n,
+            precision: with.iter().map(|s| s.precision).sum::<f64>() / n,
+            iou: with.iter().map(|s| s.iou).sum::<f64>() / n,
+        }
+    });
     Ok(Report {
         chunks,
         mean_tokens: tokens as f64 / chunks.max(1) as f64,
         questions: ranks.len(),
         scores: scores(&ranks),
         ranks,
+        spans,
+        span_mean,
     })
 }
 
@@ -175,12 +286,14 @@ pub fn read_jsonl<T: serde::de::DeserializeOwned>(path: &std::path::Path, what: 
 pub fn evaluate_chunk_file(
     path: &std::path::Path,
     questions: &[Vec<Question>],
-    retriever: &dyn Embedder,
+    retriever: Retriever<'_>,
     sizer: &dyn Sizer,
 ) -> Result<Report> {
     #[derive(serde::Deserialize)]
     struct ChunkText {
         text: String,
+        start: Option<usize>,
+        end: Option<usize>,
     }
     let [questions] = questions else {
         return Err(crate::Error::Config(format!(
@@ -189,12 +302,23 @@ pub fn evaluate_chunk_file(
         )));
     };
     let records: Vec<ChunkText> = read_jsonl(path, "a chunk needs a string \"text\"")?;
+    let spans = records.iter().map_while(|r| Some((r.start?, r.end?))).collect();
     let chunks = records.into_iter().map(|r| r.text).collect();
-    evaluate(retriever, &[Case { chunks, questions }], sizer)
+    evaluate(retriever, &[Case { chunks, spans, questions }], sizer)
 }
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn span_metrics_count_evidence_bytes() {
+        // Evidence 10..20; retrieved 0..15 and 18..30 (overlapping retrieved ranges count once).
+        let s = super::span_scores(&[(0, 15), (18, 30), (25, 30)], &[(10, 20)]);
+        assert!((s.recall - 70.0).abs() < 1e-9, "{s:?}");
+        assert!((s.precision - 100.0 * 7.0 / 27.0).abs() < 1e-9, "{s:?}");
+        assert!((s.iou - 100.0 * 7.0 / 30.0).abs() < 1e-9, "{s:?}");
+        assert_eq!(super::span_scores(&[(0, 5)], &[(5, 9)]).recall, 0.0);
+    }
+
     use super::*;
 
     #[test]

@@ -1,0 +1,287 @@
+//! A global segmentation rule: every cut of a document chosen at once, by dynamic
+//! programming over the similarity band, where Max–Min, minima and breakpoints decide each
+//! seam from a few neighbours.
+//!
+//! A chunk's coherence is the length of the sum of its unit vectors,
+//! `‖Σ v_i‖ = sqrt(Σ_{i,j} cos(i, j))`, which is also `Σ_i v_i·ĉ`, the summed similarity of
+//! its units to the chunk's centroid direction: `k` units saying the same thing score `k`,
+//! `k` unrelated ones about `√k`. The rule maximises
+//!
+//! ```text
+//!   Σ_chunks ( ‖Σ_{i ∈ chunk} v_i‖ − λ )      subject to: every chunk within the token cap
+//! ```
+//!
+//! Splitting never lowers the first term (the norm is subadditive), and the split between
+//! two groups gains `‖A‖ + ‖B‖ − ‖A + B‖`: nothing for groups pointing the same way, most
+//! for unrelated ones; a split is made where its gain beats the penalty λ. Everything comes
+//! from the band: `‖Σ v‖²` of a chunk is the sum of its pairwise cosines, kept incrementally,
+//! so one pass is `O(n·L)` for `n` units and chunks of at most `L` units (the band's width
+//! and the cap bound `L`). The penalty is found by bisection so that the document's chunk
+//! count gives the mean chunk size asked for (`target_tokens`): the rule then places that
+//! many chunks where the seams are, exactly optimal for its objective (checked against
+//! brute force in the tests). Unlike the text-tiling family (C99, Utiyama–Isahara's
+//! probabilistic DP) nothing is estimated from word counts: the embedding does that work.
+//!
+//! Pure: a band and token counts in, chunk starts out.
+
+use crate::band::Band;
+
+/// Parameters of the global rule.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GlobalParams {
+    /// Hard cap on a chunk's tokens (sum of its units'); 0 means none.
+    pub max_tokens: usize,
+    /// The mean chunk size to aim for, in tokens; 0 means "no target": use `penalty`.
+    pub target_tokens: usize,
+    /// λ when there is no target.
+    pub penalty: f64,
+}
+
+impl Default for GlobalParams {
+    fn default() -> Self {
+        Self { max_tokens: 256, target_tokens: 192, penalty: 0.5 }
+    }
+}
+
+/// Units a chunk may hold: the band reaches `width` back, and no run of units from any
+/// start fits the cap past this many.
+fn max_units(band: &Band, tokens: &[usize], cap: usize) -> usize {
+    let n = tokens.len();
+    let mut longest = 1;
+    let (mut b, mut sum) = (0usize, 0usize);
+    for a in 0..n {
+        if b < a {
+            b = a;
+            sum = 0;
+        }
+        while b < n && (b == a || sum + tokens[b] <= cap) {
+            sum += tokens[b];
+            b += 1;
+        }
+        longest = longest.max(b - a);
+        sum -= tokens[a];
+    }
+    longest.min(band.width() + 1).max(1)
+}
+
+/// Prefix sums of each band row over its first `l − 1` entries: `pre[e·l + k]` is
+/// `Σ_{m=1..k} cos(e, e−m)`.
+fn row_prefix(band: &Band, l: usize) -> Vec<f64> {
+    let n = band.len();
+    let mut pre = vec![0f64; n * l];
+    for e in 0..n {
+        let row = band.row(e);
+        let mut s = 0f64;
+        for k in 1..l.min(e + 1) {
+            s += f64::from(row[k - 1]);
+            pre[e * l + k] = s;
+        }
+    }
+    pre
+}
+
+/// The best segmentation for penalty `lambda`: chunk starts and the objective's value.
+/// Ties go to the earlier start (deterministic).
+#[must_use]
+pub fn segment(band: &Band, tokens: &[usize], max_tokens: usize, lambda: f64) -> (Vec<usize>, f64) {
+    let n = tokens.len();
+    if n == 0 {
+        return (Vec::new(), 0.0);
+    }
+    let cap = if max_tokens == 0 { usize::MAX } else { max_tokens };
+    let l = max_units(band, tokens, cap);
+    let pre = row_prefix(band, l);
+    segment_with(&pre, l, tokens, cap, lambda)
+}
+
+fn segment_with(pre: &[f64], l: usize, tokens: &[usize], cap: usize, lambda: f64) -> (Vec<usize>, f64) {
+    let n = tokens.len();
+    let mut best = vec![f64::NEG_INFINITY; n + 1];
+    let mut from = vec![0usize; n + 1];
+    best[0] = 0.0;
+    for a in 0..n {
+        let base = best[a];
+        if base == f64::NEG_INFINITY {
+            continue;
+        }
+        let (mut q, mut tok) = (0f64, 0usize);
+        for e in a + 1..=(a + l).min(n) {
+            let u = e - 1;
+            tok = tok.saturating_add(tokens[u]);
+            // A single unit over the cap is its own chunk (units are cut to the cap before).
+            if tok > cap && e > a + 1 {
+                break;
+            }
+            q += 1.0 + 2.0 * pre[u * l + (u - a)];
+            let v = base + q.max(0.0).sqrt() - lambda;
+            if v > best[e] {
+                best[e] = v;
+                from[e] = a;
+            }
+        }
+    }
+    let mut starts = Vec::new();
+    let mut e = n;
+    while e > 0 {
+        e = from[e];
+        starts.push(e);
+    }
+    starts.reverse();
+    (starts, best[n])
+}
+
+/// The objective of a segmentation for penalty `lambda`, computed directly from the band
+/// (for tests and reports).
+#[must_use]
+pub fn objective(band: &Band, starts: &[usize], lambda: f64) -> f64 {
+    let n = band.len();
+    (0..starts.len())
+        .map(|k| {
+            let (a, b) = (starts[k], starts.get(k + 1).copied().unwrap_or(n));
+            let mut q = (b - a) as f64;
+            for i in a..b {
+                for j in a..i {
+                    q += 2.0 * f64::from(band.sim(i, j));
+                }
+            }
+            q.max(0.0).sqrt() - lambda
+        })
+        .sum()
+}
+
+/// Chunk starts (unit indices, first 0) for a document of `band.len()` units with
+/// `tokens[i]` tokens each: the optimal segmentation under the penalty whose chunk count
+/// comes closest to `total tokens / target_tokens` (the fewer chunks on a tie).
+#[must_use]
+pub fn global(band: &Band, tokens: &[usize], p: &GlobalParams) -> Vec<usize> {
+    let n = tokens.len();
+    if n == 0 {
+        return Vec::new();
+    }
+    let cap = if p.max_tokens == 0 { usize::MAX } else { p.max_tokens };
+    let l = max_units(band, tokens, cap);
+    let pre = row_prefix(band, l);
+    if p.target_tokens == 0 {
+        return segment_with(&pre, l, tokens, cap, p.penalty).0;
+    }
+    let total: usize = tokens.iter().sum();
+    let want = (total as f64 / p.target_tokens as f64).round().max(1.0);
+    // The chunk count falls as λ grows; a split can gain at most n.
+    let (mut lo, mut hi) = (0f64, n as f64 + 1.0);
+    let mut pick = segment_with(&pre, l, tokens, cap, hi).0;
+    let score = |s: &[usize]| (s.len() as f64 - want).abs();
+    for _ in 0..40 {
+        let mid = 0.5 * (lo + hi);
+        let s = segment_with(&pre, l, tokens, cap, mid).0;
+        let better = score(&s) < score(&pick) || (score(&s) == score(&pick) && s.len() < pick.len());
+        if s.len() as f64 > want {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+        if better {
+            pick = s;
+        }
+        if score(&pick) == 0.0 {
+            break;
+        }
+    }
+    pick
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rng(seed: &mut u64) -> f64 {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        (*seed % 10_000) as f64 / 10_000.0
+    }
+
+    /// A band from random unit vectors in a few topics, so that seams exist.
+    fn random_case(seed: &mut u64, n: usize) -> (Band, Vec<usize>) {
+        let dim = 4;
+        let mut v = Vec::new();
+        let mut topic = 0;
+        for _ in 0..n {
+            if rng(seed) < 0.3 {
+                topic = (topic + 1) % dim;
+            }
+            let mut x: Vec<f64> = (0..dim).map(|_| rng(seed) * 0.6).collect();
+            x[topic] += 1.0;
+            let norm = x.iter().map(|a| a * a).sum::<f64>().sqrt();
+            v.extend(x.iter().map(|a| (a / norm) as f32));
+        }
+        let tokens = (0..n).map(|_| 1 + (rng(seed) * 6.0) as usize).collect();
+        (Band::from_vectors(&v, dim, n.max(1)), tokens)
+    }
+
+    #[test]
+    fn the_dynamic_program_finds_the_brute_force_optimum() {
+        let mut seed = 0x2545_F491_4F6C_DD1D;
+        for case in 0..400 {
+            let n = 1 + case % 9;
+            let (band, tokens) = random_case(&mut seed, n);
+            let cap = [0, 6, 9, 14][case % 4];
+            let lambda = rng(&mut seed) * 2.0;
+            let (starts, value) = segment(&band, &tokens, cap, lambda);
+            assert!((objective(&band, &starts, lambda) - value).abs() < 1e-9);
+            let capped = if cap == 0 { usize::MAX } else { cap };
+            let mut best = f64::NEG_INFINITY;
+            for mask in 0u32..(1 << (n - 1)) {
+                let s: Vec<usize> =
+                    std::iter::once(0).chain((1..n).filter(|&i| mask & (1 << (i - 1)) != 0)).collect();
+                let fits = (0..s.len()).all(|k| {
+                    let (a, b) = (s[k], s.get(k + 1).copied().unwrap_or(n));
+                    b - a == 1 || tokens[a..b].iter().sum::<usize>() <= capped
+                });
+                if fits {
+                    best = best.max(objective(&band, &s, lambda));
+                }
+            }
+            assert!((best - value).abs() < 1e-9, "case {case}: dp {value} vs brute force {best}");
+        }
+    }
+
+    #[test]
+    fn cuts_cover_respect_the_cap_and_land_on_topic_changes() {
+        let mut seed = 7;
+        for n in [1, 2, 5, 40, 300] {
+            let (band, tokens) = random_case(&mut seed, n);
+            for target in [0, 4, 12, 40] {
+                let p = GlobalParams { max_tokens: 24, target_tokens: target, penalty: 0.3 };
+                let s = global(&band, &tokens, &p);
+                assert_eq!(s[0], 0);
+                assert!(s.windows(2).all(|w| w[0] < w[1]) && *s.last().unwrap() < n);
+                for k in 0..s.len() {
+                    let (a, b) = (s[k], s.get(k + 1).copied().unwrap_or(n));
+                    assert!(b - a == 1 || tokens[a..b].iter().sum::<usize>() <= 24);
+                }
+            }
+        }
+        // Two clean topics: one cut, exactly between them.
+        let v: Vec<f32> = (0..10).flat_map(|i| if i < 6 { [1.0, 0.0] } else { [0.0, 1.0] }).collect();
+        let band = Band::from_vectors(&v, 2, 10);
+        let s = global(&band, &[10; 10], &GlobalParams { max_tokens: 0, target_tokens: 50, penalty: 0.0 });
+        assert_eq!(s, vec![0, 6]);
+    }
+
+    #[test]
+    fn the_target_sets_the_chunk_count() {
+        let mut seed = 99;
+        let (band, tokens) = random_case(&mut seed, 200);
+        let total: usize = tokens.iter().sum();
+        for target in [10, 20, 40] {
+            let s =
+                global(&band, &tokens, &GlobalParams { max_tokens: 0, target_tokens: target, penalty: 0.0 });
+            let want = (total as f64 / target as f64).round();
+            assert!(
+                (s.len() as f64 - want).abs() <= want * 0.15 + 1.0,
+                "target {target}: {} chunks, want {want}",
+                s.len()
+            );
+        }
+    }
+}
