@@ -38,6 +38,7 @@ fn chunker(rule: Rule, opts: ChunkOptions) -> SemanticChunker {
 fn rules() -> Vec<Rule> {
     vec![
         Rule::MaxMin(MaxMinParams::default()),
+        Rule::Global(seamcut::rules::global::GlobalParams { max_tokens: 0, target_tokens: 40, penalty: 0.0 }),
         Rule::Minima(MinimaParams::default(), WindowMode::Mean),
         Rule::Minima(MinimaParams { skip_window: 1, ..MinimaParams::default() }, WindowMode::Concat),
         Rule::Breakpoint { params: BreakpointParams::default(), buffer: 1, window: WindowMode::Mean },
@@ -54,7 +55,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
 
     #[test]
-    fn semantic_chunkers_hold_invariants(words in prop::collection::vec("[a-zA-Z]{1,10}|[.!?]|\n\n|你好。", 0..300), cap in 4usize..80, min in 0usize..10) {
+    fn semantic_chunkers_hold_invariants(words in prop::collection::vec("[a-zA-Z]{1,10}|[.!?]|\n\n|你好。|naïve|Größe|[a-z]{30,90}", 0..300), cap in 4usize..80, min in 0usize..10) {
         let text = words.join(" ");
         for (k, rule) in rules().into_iter().enumerate() {
             let mut c = chunker(rule, ChunkOptions::new(cap).with_min_tokens(min.min(cap)));
@@ -67,7 +68,10 @@ proptest! {
             if let Err(e) = verify(&text, &chunks, false) {
                 return Err(TestCaseError::fail(format!("{rule:?}: {e}")));
             }
+            let sizer = HfSizer::new(model().tokenizer().hf().clone(), "model");
             for ch in &chunks {
+                // Counts are exact, whether summed over units or counted again.
+                prop_assert_eq!(ch.tokens, sizer.count(&text[ch.start..ch.end]), "{:?}", rule);
                 prop_assert!(ch.tokens <= cap || text[ch.start..ch.end].chars().nth(1).is_none(), "{:?}: {} > {}", rule, ch.tokens, cap);
             }
         }

@@ -351,16 +351,25 @@ impl SemanticChunker {
             return Ok(SemanticChunks::default());
         }
         let unit_texts = unit_texts(text, units);
+        // Max–Min and the global rule compare a unit with the rest of its chunk: the band
+        // needs no more width than the most units a chunk can hold under the cap (with
+        // paragraph units and a 256 cap, a few dozen rather than 256: a quarter of the
+        // model-free time of a Max–Min job went into band products past any chunk).
         let width = match self.rule {
-            Rule::MaxMin(_) | Rule::Global(_) => MAX_CHUNK_SENTENCES.min(n.max(1)),
+            Rule::MaxMin(_) | Rule::Global(_) => {
+                MAX_CHUNK_SENTENCES.min(n.max(1)).min(sizing::max_units(&units.tokens, self.opts.max_tokens))
+            }
             _ => 1,
         };
         let band = similarity::band(vectors, self.embedder.dim(), width, &self.compute)?;
         let starts = self.starts(&unit_texts, &units.tokens, vectors, &band)?;
         let seam: Vec<f32> = (0..n).map(|i| if i == 0 { 0.0 } else { band.sim(i, i - 1) }).collect();
         let starts = sizing::size(&starts, &units.tokens, &seam, self.opts.max_tokens, self.opts.min_tokens);
-        // Exact counts of each chunk's text; a chunk the tokenizer counts over the cap (it is
-        // not additive) is split at its weakest seam again.
+        // Exact counts of each chunk's text: the sum of its units' where the sizer adds up
+        // across the chunk's unit boundaries (each right after whitespace), else the text
+        // counted again; a chunk counted over the cap is split at its weakest seam again.
+        let additive = self.sizer.additive_at_whitespace();
+        let after_space = |pos: usize| text[..pos].chars().next_back().is_some_and(char::is_whitespace);
         let mut out = SemanticChunks::default();
         let mut stack: Vec<(usize, usize)> = starts
             .iter()
@@ -370,7 +379,13 @@ impl SemanticChunker {
             .collect();
         while let Some((a, b)) = stack.pop() {
             let (start, end) = (units.spans[a].start, units.spans[b - 1].end);
-            let tokens = if b - a == 1 { units.tokens[a] } else { self.sizer.count(&text[start..end]) };
+            let tokens = if b - a == 1 {
+                units.tokens[a]
+            } else if additive && (a + 1..b).all(|k| after_space(units.spans[k].start)) {
+                units.tokens[a..b].iter().sum()
+            } else {
+                self.sizer.count(&text[start..end])
+            };
             if tokens > cap && b - a > 1 {
                 let cut = (a + 1..b).min_by(|&x, &y| seam[x].total_cmp(&seam[y])).unwrap_or(a + 1);
                 stack.push((cut, b));

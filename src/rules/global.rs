@@ -44,24 +44,10 @@ impl Default for GlobalParams {
 }
 
 /// Units a chunk may hold: the band reaches `width` back, and no run of units from any
-/// start fits the cap past this many.
+/// start fits the cap past [`super::sizing::max_units`].
 fn max_units(band: &Band, tokens: &[usize], cap: usize) -> usize {
-    let n = tokens.len();
-    let mut longest = 1;
-    let (mut b, mut sum) = (0usize, 0usize);
-    for a in 0..n {
-        if b < a {
-            b = a;
-            sum = 0;
-        }
-        while b < n && (b == a || sum + tokens[b] <= cap) {
-            sum += tokens[b];
-            b += 1;
-        }
-        longest = longest.max(b - a);
-        sum -= tokens[a];
-    }
-    longest.min(band.width() + 1).max(1)
+    let cap = if cap == usize::MAX { 0 } else { cap };
+    super::sizing::max_units(tokens, cap).min(band.width() + 1).max(1)
 }
 
 /// Prefix sums of each band row over its first `l − 1` entries: `pre[e·l + k]` is

@@ -3,6 +3,32 @@
 //! merge chunks under the minimum into the more similar neighbour when the cap allows.
 //! Pure: chunk starts, per-unit token counts and seam similarities in; chunk starts out.
 
+/// The most units any chunk can hold under `cap` (0: none): the longest run of consecutive
+/// units whose tokens fit, at least 1. Rules that compare a unit with the rest of its chunk
+/// need a band no wider than this.
+#[must_use]
+pub fn max_units(tokens: &[usize], max_tokens: usize) -> usize {
+    let n = tokens.len();
+    if max_tokens == 0 {
+        return n.max(1);
+    }
+    let mut longest = 1;
+    let (mut b, mut sum) = (0usize, 0usize);
+    for a in 0..n {
+        if b < a {
+            b = a;
+            sum = 0;
+        }
+        while b < n && (b == a || sum + tokens[b] <= max_tokens) {
+            sum += tokens[b];
+            b += 1;
+        }
+        longest = longest.max(b - a);
+        sum -= tokens[a];
+    }
+    longest
+}
+
 /// `seam[i]` is the similarity between unit `i − 1` and unit `i` (`seam[0]` unused).
 #[must_use]
 pub fn size(

@@ -7,6 +7,10 @@ use super::Sizer;
 pub struct CharSizer;
 
 impl Sizer for CharSizer {
+    fn additive_at_whitespace(&self) -> bool {
+        true
+    }
+
     fn count(&self, text: &str) -> usize {
         if text.is_ascii() {
             text.len()

@@ -53,6 +53,10 @@ impl HfSizer {
 }
 
 impl Sizer for HfSizer {
+    fn additive_at_whitespace(&self) -> bool {
+        self.tokenizer.has_fast_path()
+    }
+
     fn count(&self, text: &str) -> usize {
         self.tokenizer.count(text)
     }

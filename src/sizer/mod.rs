@@ -31,6 +31,15 @@ pub trait Sizer: Send + Sync + std::fmt::Debug {
     /// A short name for reports (`chars`, `words`, `tokenizer:PATH`).
     fn name(&self) -> String;
 
+    /// Whether counts add up across a split made right after whitespace:
+    /// `count(a + b) == count(a) + count(b)` whenever `a` ends with whitespace. True for
+    /// words, characters and BERT WordPiece (its pre-tokenizer splits at whitespace and its
+    /// normaliser is per character), false for byte-level BPE (which glues a space to the
+    /// next word); chunkers then sum unit counts instead of counting a chunk's text again.
+    fn additive_at_whitespace(&self) -> bool {
+        false
+    }
+
     /// Count many texts. The default runs them in parallel with rayon when there are many.
     fn count_many(&self, texts: &[&str]) -> Vec<usize> {
         use rayon::prelude::*;

@@ -6,6 +6,10 @@ use super::Sizer;
 pub struct WordSizer;
 
 impl Sizer for WordSizer {
+    fn additive_at_whitespace(&self) -> bool {
+        true
+    }
+
     fn count(&self, text: &str) -> usize {
         text.split_whitespace().count()
     }
