@@ -21,12 +21,16 @@ const BLOCK: usize = 1024;
 /// # Errors
 /// On a device failure.
 pub fn band(vectors: &[f32], dim: usize, width: usize, compute: &Compute) -> Result<Band> {
-    let n = vectors.len().checked_div(dim).unwrap_or(0);
     let width = width.max(1);
-    if n < 64 && compute.device.is_cpu() {
-        // Tiny documents: the loop is cheaper than a tensor round trip.
-        return Ok(Band::from_vectors(vectors, dim, width));
+    if compute.device.is_cpu() {
+        return Ok(band_cpu(vectors, dim, width));
     }
+    band_blocked(vectors, dim, width, compute)
+}
+
+/// The band by blocked matrix products on the compute device (GPU backends).
+fn band_blocked(vectors: &[f32], dim: usize, width: usize, compute: &Compute) -> Result<Band> {
+    let n = vectors.len().checked_div(dim).unwrap_or(0);
     let e = Tensor::from_slice(vectors, (n, dim), &compute.device)?;
     let mut data = vec![0f32; n * width];
     let mut r0 = 0;
@@ -45,6 +49,39 @@ pub fn band(vectors: &[f32], dim: usize, width: usize, compute: &Compute) -> Res
         r0 = r1;
     }
     Ok(Band::from_parts(n, width, data))
+}
+
+/// The band on the CPU: `n·width` dot products, rows in parallel. On a CPU the blocked
+/// matrix product computes `BLOCK + width` columns per row to keep `width` of them (a
+/// thousand times the work for the width-1 bands of minima and breakpoints) and allocates a
+/// block of results per step; the direct loop does only the work the band needs (a novel
+/// chunked by Max–Min: band time 0.10 s → 0.01 s).
+fn band_cpu(vectors: &[f32], dim: usize, width: usize) -> Band {
+    use rayon::prelude::*;
+    let n = vectors.len().checked_div(dim).unwrap_or(0);
+    let mut data = vec![0f32; n * width];
+    data.par_chunks_mut(width).enumerate().with_min_len(256).for_each(|(i, row)| {
+        let a = &vectors[i * dim..(i + 1) * dim];
+        for (k, out) in row.iter_mut().enumerate().take(width.min(i)) {
+            let j = i - 1 - k;
+            *out = dot8(a, &vectors[j * dim..(j + 1) * dim]);
+        }
+    });
+    Band::from_parts(n, width, data)
+}
+
+/// Dot product in eight f32 lanes (the compiler vectorises it; a plain iterator sum is kept
+/// sequential by float associativity).
+fn dot8(a: &[f32], b: &[f32]) -> f32 {
+    let mut acc = [0f32; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f32 = ca.remainder().iter().zip(cb.remainder()).map(|(x, y)| x * y).sum();
+    for (x, y) in ca.zip(cb) {
+        for l in 0..8 {
+            acc[l] += x[l] * y[l];
+        }
+    }
+    acc.iter().sum::<f32>() + tail
 }
 
 /// Dot product of two vectors, accumulated in f64 (the cosine of two unit vectors).
@@ -98,11 +135,14 @@ mod tests {
         for row in v.chunks_mut(dim) {
             crate::embed::normalize(row);
         }
-        let fast = band(&v, dim, width, &Compute::cpu()).unwrap();
         let slow = Band::from_vectors(&v, dim, width);
-        for i in 0..n {
-            for (a, b) in fast.row(i).iter().zip(slow.row(i)) {
-                assert!((a - b).abs() < 1e-5, "row {i}");
+        let direct = band(&v, dim, width, &Compute::cpu()).unwrap();
+        let blocked = band_blocked(&v, dim, width, &Compute::cpu()).unwrap();
+        for fast in [direct, blocked] {
+            for i in 0..n {
+                for (a, b) in fast.row(i).iter().zip(slow.row(i)) {
+                    assert!((a - b).abs() < 1e-5, "row {i}");
+                }
             }
         }
     }

@@ -384,7 +384,7 @@ impl ChunkerSpec {
         opts.validate(self.chunker)?;
         let model = self.load_model()?;
         let sizer: Arc<dyn Sizer> = if self.sizer == "default" {
-            Arc::new(HfSizer::new(model.embedder.tokenizer().hf().clone(), "model"))
+            Arc::new(HfSizer::from_text_tokenizer(model.embedder.tokenizer().clone(), "model"))
         } else {
             SizerSpec::parse(&self.sizer).build()?
         };

@@ -6,14 +6,34 @@
 //! `BertPreTokenizer` and `WordPiece` (all-MiniLM's, BGE's) on ASCII text without control
 //! characters (typographic quotes and dashes allowed), the pipeline reduces to: lower-case,
 //! split on whitespace, isolate each punctuation character, and greedy longest-match
-//! WordPiece. That is what this file does, with no allocation per token. Any other input
+//! WordPiece. That is what this file does, with no allocation per token. Text in Latin
+//! scripts with accents (Latin-1 Supplement and Latin Extended-A/B: German, French,
+//! Spanish…) takes the same path through a table that says, for each such character, what
+//! the tokenizer's own normaliser and pre-tokenizer make of it (built by running them on the
+//! character alone: lower-casing and accent stripping act per character). Any other input
 //! takes the HF path, so results are always identical to HF's; `tests/wordpiece.rs` checks
 //! that on prose and on random strings.
 
 use rustc_hash::FxHashMap;
-use serde_json::Value;
-use tokenizers::Tokenizer;
+use tokenizers::{NormalizedString, Normalizer, PreTokenizedString, PreTokenizer, Tokenizer};
 
+/// What the tokenizer makes of one non-ASCII character of the table.
+#[derive(Debug, Clone)]
+enum Class {
+    /// Whitespace: ends a word.
+    Space,
+    /// Removed by the normaliser (a control or format character).
+    Drop,
+    /// Letters (normalised) that continue the current word.
+    Letters(Box<str>),
+    /// A word of its own (normalised).
+    Punct(Box<str>),
+    /// Anything else: the HF path.
+    Other,
+}
+
+/// The table covers U+0080..=U+024F (Latin-1 Supplement, Latin Extended-A and -B).
+const TABLE_END: u32 = 0x250;
 /// The WordPiece vocabulary split for greedy matching.
 #[derive(Debug, Clone)]
 pub struct FastWordPiece {
@@ -26,28 +46,27 @@ pub struct FastWordPiece {
     /// Longest piece in bytes: no match is tried past it.
     longest: usize,
     lowercase: bool,
+    /// [`Class`] of U+0080 + i.
+    latin: Vec<Class>,
 }
 
 impl FastWordPiece {
     /// Build the fast path if `t` is a BERT WordPiece tokenizer it reproduces exactly.
     #[must_use]
     pub fn from_tokenizer(t: &Tokenizer) -> Option<Self> {
-        let json = serde_json::to_value(t).ok()?;
-        let norm = json.get("normalizer")?;
-        if norm.get("type")?.as_str()? != "BertNormalizer" || norm.get("clean_text")? != &Value::Bool(true) {
+        use tokenizers::{ModelWrapper, NormalizerWrapper, PreTokenizerWrapper};
+        // Matched on the types rather than read from the serialised tokenizer: serialising
+        // a 30k vocabulary into a JSON value took most of a job's start-up.
+        let Some(NormalizerWrapper::BertNormalizer(norm)) = t.get_normalizer() else { return None };
+        if !norm.clean_text {
             return None;
         }
-        let lowercase = norm.get("lowercase")?.as_bool()?;
-        if json.get("pre_tokenizer")?.get("type")?.as_str()? != "BertPreTokenizer" {
-            return None;
-        }
-        let model = json.get("model")?;
-        if model.get("type")?.as_str()? != "WordPiece" {
-            return None;
-        }
-        let prefix = model.get("continuing_subword_prefix")?.as_str()?.to_string();
-        let max_chars = usize::try_from(model.get("max_input_chars_per_word")?.as_u64()?).ok()?;
-        let unk = t.token_to_id(model.get("unk_token")?.as_str()?)?;
+        let lowercase = norm.lowercase;
+        let Some(PreTokenizerWrapper::BertPreTokenizer(_)) = t.get_pre_tokenizer() else { return None };
+        let ModelWrapper::WordPiece(model) = t.get_model() else { return None };
+        let prefix = model.continuing_subword_prefix.clone();
+        let max_chars = model.max_input_chars_per_word;
+        let unk = t.token_to_id(&model.unk_token)?;
         // Added tokens (like "[CLS]") are matched in the raw text before the model. The fast
         // path sends any text with a `[` to HF, so bracketed added tokens are safe; refuse it
         // when the tokenizer has any other kind.
@@ -66,7 +85,101 @@ impl FastWordPiece {
                 head.insert(tok.as_bytes().into(), id);
             }
         }
-        Some(Self { head, tail, unk, max_chars, longest, lowercase })
+        let latin =
+            (0x80..TABLE_END).map(|u| char::from_u32(u).map_or(Class::Other, |c| classify(t, c))).collect();
+        Some(Self { head, tail, unk, max_chars, longest, lowercase, latin })
+    }
+
+    fn class(&self, c: char) -> &Class {
+        static OTHER: Class = Class::Other;
+        let u = c as u32;
+        if (0x80..TABLE_END).contains(&u) {
+            &self.latin[(u - 0x80) as usize]
+        } else {
+            &OTHER
+        }
+    }
+
+    /// [`Self::encode`] for text with characters of the Latin table: words are normalised
+    /// into a buffer that remembers each byte's offset in `text`.
+    fn encode_latin(&self, text: &str, ids: &mut Vec<u32>, mut starts: Option<&mut Vec<usize>>) -> bool {
+        let mut word: Vec<u8> = Vec::with_capacity(64);
+        let mut orig: Vec<usize> = Vec::with_capacity(64);
+        let mut chars = 0usize;
+        let flush = |word: &mut Vec<u8>,
+                     orig: &mut Vec<usize>,
+                     chars: &mut usize,
+                     ids: &mut Vec<u32>,
+                     st: Option<&mut Vec<usize>>| {
+            if word.is_empty() {
+                return;
+            }
+            if *chars > self.max_chars {
+                ids.push(self.unk);
+                if let Some(st) = st {
+                    st.push(orig[0]);
+                }
+            } else {
+                self.word_mapped(word, orig, ids, st);
+            }
+            word.clear();
+            orig.clear();
+            *chars = 0;
+        };
+        for (i, c) in text.char_indices() {
+            if c.is_ascii() {
+                let b = c as u8;
+                if b.is_ascii_whitespace() {
+                    flush(&mut word, &mut orig, &mut chars, ids, starts.as_deref_mut());
+                } else if b.is_ascii_alphanumeric() {
+                    word.push(if self.lowercase { b.to_ascii_lowercase() } else { b });
+                    orig.push(i);
+                    chars += 1;
+                } else {
+                    flush(&mut word, &mut orig, &mut chars, ids, starts.as_deref_mut());
+                    self.word(&[b], i, ids, starts.as_deref_mut());
+                }
+                continue;
+            }
+            match self.class(c) {
+                Class::Space => flush(&mut word, &mut orig, &mut chars, ids, starts.as_deref_mut()),
+                Class::Drop => {}
+                Class::Letters(s) => {
+                    word.extend_from_slice(s.as_bytes());
+                    orig.extend(std::iter::repeat_n(i, s.len()));
+                    chars += s.chars().count();
+                }
+                Class::Punct(s) => {
+                    flush(&mut word, &mut orig, &mut chars, ids, starts.as_deref_mut());
+                    self.word(s.as_bytes(), i, ids, starts.as_deref_mut());
+                }
+                Class::Other => {
+                    if typographic_punct(c) {
+                        flush(&mut word, &mut orig, &mut chars, ids, starts.as_deref_mut());
+                        let mut buf = [0u8; 4];
+                        self.word(c.encode_utf8(&mut buf).as_bytes(), i, ids, starts.as_deref_mut());
+                    } else {
+                        return false;
+                    }
+                }
+            }
+        }
+        flush(&mut word, &mut orig, &mut chars, ids, starts);
+        true
+    }
+
+    /// [`Self::word`] of a normalised word whose byte `k` came from `orig[k]` of the text.
+    fn word_mapped(&self, w: &[u8], orig: &[usize], ids: &mut Vec<u32>, starts: Option<&mut Vec<usize>>) {
+        match starts {
+            None => self.word(w, 0, ids, None),
+            Some(st) => {
+                let mark = st.len();
+                self.word(w, 0, ids, Some(st));
+                for s in &mut st[mark..] {
+                    *s = orig[*s];
+                }
+            }
+        }
     }
 
     /// Token ids of `text` (no special tokens), with each token's start byte offset when
@@ -80,6 +193,16 @@ impl FastWordPiece {
         }
         let ascii = b.is_ascii();
         if !ascii && !text.chars().all(|c| c.is_ascii() || typographic_punct(c) || c == '\u{a0}') {
+            // Accented Latin letters and the like: normalised through the table, or HF.
+            ids.reserve(0);
+            let (mark, mark_s) = (ids.len(), starts.as_ref().map_or(0, |s| s.len()));
+            if self.encode_latin(text, ids, starts.as_deref_mut()) {
+                return true;
+            }
+            ids.truncate(mark);
+            if let Some(st) = starts {
+                st.truncate(mark_s);
+            }
             return false;
         }
         let mut word = [0u8; 128];
@@ -169,6 +292,42 @@ impl FastWordPiece {
     }
 }
 
+/// What the tokenizer's normaliser and pre-tokenizer make of `c` alone: normalise it, then
+/// pre-tokenise `a`, `c`, `b` and see whether it stays in the word, stands alone or vanishes.
+fn classify(t: &Tokenizer, c: char) -> Class {
+    let (Some(norm), Some(pre)) = (t.get_normalizer(), t.get_pre_tokenizer()) else { return Class::Other };
+    let mut n = NormalizedString::from(c.to_string().as_str());
+    if norm.normalize(&mut n).is_err() {
+        return Class::Other;
+    }
+    let s = n.get().to_string();
+    if s.is_empty() {
+        return Class::Drop;
+    }
+    if s.chars().all(char::is_whitespace) {
+        return Class::Space;
+    }
+    if s.chars().any(|x| x.is_whitespace() || x == '[') {
+        return Class::Other;
+    }
+    let mut p = PreTokenizedString::from(format!("a{s}b").as_str());
+    if pre.pre_tokenize(&mut p).is_err() {
+        return Class::Other;
+    }
+    let words: Vec<String> = p
+        .get_splits(tokenizers::OffsetReferential::Original, tokenizers::OffsetType::Byte)
+        .into_iter()
+        .map(|(w, _, _)| w.to_string())
+        .collect();
+    if words == [format!("a{s}b")] {
+        Class::Letters(s.into())
+    } else if words.len() == 3 && words[0] == "a" && words[1] == s && words[2] == "b" {
+        Class::Punct(s.into())
+    } else {
+        Class::Other
+    }
+}
+
 /// Non-ASCII characters the fast path handles: Unicode punctuation that BERT's normaliser
 /// leaves alone (no case, no accent) and its pre-tokenizer isolates, as in typeset English.
 fn typographic_punct(c: char) -> bool {
@@ -215,6 +374,12 @@ impl TextTokenizer {
     #[must_use]
     pub fn has_fast_path(&self) -> bool {
         self.fast.is_some()
+    }
+
+    /// Whether the fast path handles `text` (else the HF pipeline does).
+    #[must_use]
+    pub fn fast_path_covers(&self, text: &str) -> bool {
+        self.fast.as_ref().is_some_and(|f| f.encode(text, &mut Vec::new(), None))
     }
 
     /// Content token ids (no special tokens).

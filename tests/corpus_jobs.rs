@@ -61,19 +61,39 @@ fn read_parquet(path: &Path) -> Vec<RecordBatch> {
         .collect()
 }
 
-/// Run `args` with `--resume -o out`, killing it (SIGKILL) after each delay, then once to
-/// the end; returns how many kills left an interrupted job behind.
-fn run_with_kills(args: &[&str], out: &Path, delays_ms: &[u64]) -> usize {
+/// Committed parts so far, from the manifest of an interrupted job (0 if none).
+fn committed_parts(partial: &Path) -> u64 {
+    std::fs::read(partial.join("manifest.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .and_then(|m| m["parts"].as_u64())
+        .unwrap_or(0)
+}
+
+/// Run `args` with `--resume -o out` once per entry of `extra_ms`, each time killing it
+/// (SIGKILL) that many milliseconds after it has committed a new part, then once to the
+/// end; returns how many kills left an interrupted job behind.
+fn run_with_kills(args: &[&str], out: &Path, extra_ms: &[u64]) -> usize {
     let partial = PathBuf::from(format!("{}.seamcut-partial", out.display()));
     let mut interrupted = 0;
     let mut full: Vec<&str> = args.to_vec();
     let o = out.to_str().unwrap();
     full.extend(["-o", o, "--resume", "-q"]);
-    for &ms in delays_ms {
+    for &ms in extra_ms {
+        let before = committed_parts(&partial);
         let mut child =
-            Command::new(bin()).args(&full).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(ms));
-        let _ = child.kill(); // SIGKILL on Unix
+            Command::new(bin()).args(&full).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+        loop {
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            if committed_parts(&partial) > before {
+                std::thread::sleep(std::time::Duration::from_millis(ms));
+                let _ = child.kill(); // SIGKILL on Unix
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
         let status = child.wait().unwrap();
         if !status.success() && partial.is_dir() {
             interrupted += 1;
@@ -96,24 +116,17 @@ fn resume_after_kill_9_gives_byte_identical_output() {
         let reference = dir.path().join(format!("ref.{ext}"));
         let mut a = args.clone();
         a.extend(["-o", reference.to_str().unwrap(), "-q"]);
-        let t0 = std::time::Instant::now();
         ok(&a);
-        let whole_ms = t0.elapsed().as_millis() as u64;
         let out = dir.path().join(format!("out.{ext}"));
         // Kills spread over the run, at moments that differ from run to run of the test.
         let seed =
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos() as u64;
-        // The job needs most of a second to start (model load) before it writes anything,
-        // so the kills land between 40% and 95% of an uninterrupted run.
-        let delays: Vec<u64> = (0..5).map(|i| whole_ms * (40 + (seed / 7 + i * 37) % 56) / 100).collect();
+        // Each kill lands 0-40 ms after the job commits a part: anywhere in writing, fsync,
+        // renames or the manifest of the next batches.
+        let delays: Vec<u64> = (0..5).map(|i| (seed / 7 + i * 17) % 41).collect();
         let interrupted = run_with_kills(&args, &out, &delays);
-        eprintln!(
-            "{ext}: whole run {whole_ms} ms; kills at {delays:?} ms left {interrupted} interrupted job(s)"
-        );
-        assert!(
-            interrupted >= 1,
-            "{ext}: no kill landed mid-job (delays {delays:?}, whole run {whole_ms} ms)"
-        );
+        eprintln!("{ext}: kills {delays:?} ms after a commit left {interrupted} interrupted job(s)");
+        assert!(interrupted >= 3, "{ext}: kills did not land mid-job (delays {delays:?})");
         assert_eq!(
             std::fs::read(&out).unwrap(),
             std::fs::read(&reference).unwrap(),

@@ -29,6 +29,21 @@ fn fast_path_is_active_for_the_default_tokenizer() {
 }
 
 #[test]
+fn accented_latin_prose_takes_the_fast_path_and_matches_hf() {
+    let (t, hf) = default_tokenizer();
+    for text in [
+        "Die Größe des Paketes „debian-reference“ beträgt 1,5 MiB; Änderungen übernehmen Sie mit »apt«.",
+        "Où est la bibliothèque ? Élève, garçon, cœur, naïve — déjà vu. ¿Qué pasó? ¡Mañana!",
+        "Smørrebrød, Ærø, Łódź, İstanbul, Straße × 2 ÷ 3 ± 1 ° § ¶ © µ ½",
+    ] {
+        same(&t, &hf, text).unwrap();
+    }
+    assert!(t.fast_path_covers("Die Größe beträgt 1,5 MiB; Änderungen übernehmen."));
+    assert!(t.fast_path_covers("Élève, garçon, naïve — déjà vu."));
+    assert!(!t.fast_path_covers("Ελληνικά"), "Greek takes the HF path");
+}
+
+#[test]
 fn prose_matches_hf() {
     let (t, hf) = default_tokenizer();
     let text = "It was the best of times, it was the worst of times; Dr. O'Neil paid $3.14 (approx.) \
@@ -65,6 +80,13 @@ proptest! {
         let (t, hf) = default_tokenizer_cached();
         same(t, hf, &words.concat())?;
         same(t, hf, &text)?;
+    }
+
+    #[test]
+    fn latin_matches_hf(words in prop::collection::vec("[a-zA-Z]{1,8}|[äöüÄÖÜßéèêëàâçñÉøÅåæœŒıİĳŁłđĐŉſ]{1,3}[a-z]{0,5}|[¿¡«»§°±×÷¶©®¬\u{ad}\u{a0}µ¹½]|[.,;:!?()-]|Straße|Größe", 0..40)) {
+        let (t, hf) = default_tokenizer_cached();
+        same(t, hf, &words.concat())?;
+        same(t, hf, &words.join(" "))?;
     }
 
     #[test]

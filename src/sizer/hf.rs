@@ -40,6 +40,12 @@ impl HfSizer {
         Self::new(tokenizer, "tokenizer:default")
     }
 
+    /// Share a tokenizer already wrapped (a model's), fast path included.
+    #[must_use]
+    pub fn from_text_tokenizer(tokenizer: TextTokenizer, name: impl Into<String>) -> Self {
+        Self { tokenizer, name: name.into() }
+    }
+
     /// Wrap an already loaded tokenizer (its truncation and padding are switched off).
     #[must_use]
     pub fn new(tokenizer: Tokenizer, name: impl Into<String>) -> Self {
