@@ -538,7 +538,7 @@ struct RunArgs {
     #[arg(long, short = 'j', default_value_t = 0)]
     threads: usize,
     /// Bytes of documents per batch (the unit of embedding, overlap and commits).
-    #[arg(long, default_value_t = 32 << 20)]
+    #[arg(long, default_value_t = seamcut::pipeline::DEFAULT_BATCH_BYTES)]
     batch_bytes: usize,
     /// Batches in flight between two stages.
     #[arg(long, default_value_t = 2)]

@@ -1,7 +1,8 @@
 //! Corpus jobs: read documents, chunk them in overlapped stages, write results in order.
 //!
 //! [`chunk_corpus`] runs five stages on their own threads, connected by bounded channels
-//! (depth [`JobOptions::channel_depth`], in document batches of [`JobOptions::batch_bytes`]):
+//! (depth [`JobOptions::channel_depth`], in document batches of [`JobOptions::batch_bytes`],
+//! 8 MB by default):
 //!
 //! ```text
 //! read (shard filter, resume skip) ─▶ prepare (units, tokenize, plan; rayon)
@@ -12,8 +13,8 @@
 //! For the baselines, prepare chunks the documents and the device stage only re-embeds
 //! chunks when `--embeddings reembed` asks. Each stage handles one batch at a time in input
 //! order, so the output is the same whatever the thread count, batch budget or channel
-//! depth; memory is bounded by about `channel_depth + 3` batches plus the largest
-//! document. Documents with problems are listed and skipped, or stop the job
+//! depth; memory is bounded by about `4 × channel_depth + 5` batches (each channel full,
+//! one batch in each stage) plus the largest document. Documents with problems are listed and skipped, or stop the job
 //! ([`OnError`]); model failures on one document fall back to sentence packing when the
 //! chunker's policy says so, and are counted.
 
@@ -97,6 +98,12 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
+/// Text bytes per batch by default: 8 MB is about two million tokens, full batches for any
+/// device, while the derived data in flight (unit vectors are about five times the text for
+/// a 240-d model) stays within a few hundred MB: with 32 MB batches a 2 GB corpus peaked at
+/// 1054 MB (benches/RESULTS.md).
+pub const DEFAULT_BATCH_BYTES: usize = 8 << 20;
+
 /// Options of a corpus job.
 #[derive(Debug, Clone)]
 pub struct JobOptions {
@@ -123,7 +130,7 @@ pub struct JobOptions {
 impl Default for JobOptions {
     fn default() -> Self {
         Self {
-            batch_bytes: 32 << 20,
+            batch_bytes: DEFAULT_BATCH_BYTES,
             channel_depth: 2,
             check: cfg!(debug_assertions),
             on_error: OnError::Skip,

@@ -139,8 +139,10 @@ pub(super) fn run(
         let emb = embedder.clone();
         let dev = s.spawn(move || {
             stage(&rx_prep, &tx_dev, |mut st: Staged| {
-                if let (Work::Semantic { prepared, .. }, Some(e)) = (&st.work, &emb) {
+                if let (Work::Semantic { prepared, .. }, Some(e)) = (&mut st.work, &emb) {
                     st.vectors = Some(embed::run(e.as_ref(), prepared).map(|(v, _)| v.data));
+                    // The token ids are done with: free them before the batch waits downstream.
+                    *prepared = embed::Prepared::default();
                 }
                 Ok(st)
             })

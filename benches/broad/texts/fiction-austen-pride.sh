@@ -15,15 +15,10 @@ ver=1.0.0-1
 deb=${pkg}_${ver}_all.deb
 sha=df6bddf211906d1ff404f8ff662c21b34e6660e7f54a311084e749050c019c95
 
-cache=${SEAMCUT_CACHE:-$(cd "$(dirname "$0")/../../.." && pwd)/target/fetch}
-mkdir -p "$cache" "$out"
-
-have() { [ -f "$cache/$deb" ] && echo "$sha  $cache/$deb" | sha256sum -c --status; }
-if ! have; then
-    rm -f "$cache/$deb"
-    log=$(cd "$cache" && apt-get download "$pkg=$ver" 2>&1) || { echo "$log" >&2; exit 1; }
-    have || { echo "$name: checksum mismatch for $cache/$deb" >&2; exit 1; }
-fi
+# shellcheck source=../lib.sh
+source "$(dirname "$0")/../lib.sh"
+mkdir -p "$out"
+fetch "$name" "$deb" "$sha" apt-get download "$pkg=$ver"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -18,16 +18,10 @@ ver=0.2.0
 sdist=sentencepiece-${ver}.tar.gz
 sha=a52c19171daaf2e697dc6cbe67684e0fa341b1248966f6aebb541de654d15843
 
-cache=${SEAMCUT_CACHE:-$(cd "$(dirname "$0")/../../.." && pwd)/target/fetch}
-mkdir -p "$cache" "$out"
-
-have() { [ -f "$cache/$sdist" ] && echo "$sha  $cache/$sdist" | sha256sum -c --status; }
-if ! have; then
-    rm -f "$cache/$sdist"
-    log=$(python3 -m pip download --no-deps --no-binary :all: --dest "$cache" "$pkg==$ver" 2>&1) ||
-        { echo "$log" >&2; exit 1; }
-    have || { echo "$name: checksum mismatch for $cache/$sdist" >&2; exit 1; }
-fi
+# shellcheck source=../lib.sh
+source "$(dirname "$0")/../lib.sh"
+mkdir -p "$out"
+fetch "$name" "$sdist" "$sha" python3 -m pip download --no-deps --no-binary :all: --dest . "$pkg==$ver"
 
 python3 - "$cache/$sdist" "$out/$name.txt" "$ver" <<'PY'
 import re

