@@ -4,6 +4,11 @@
 # created on first use with the pinned packages in tests/python/requirements.txt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The benchmark texts some tests check come from pinned Debian packages (apt-get download):
+# apt needs its package lists once on a new machine.
+if command -v apt-get >/dev/null && ! ls /var/lib/apt/lists/*_Packages* >/dev/null 2>&1; then
+  apt-get update -qq
+fi
 models/fetch-minilm.sh
 cargo test
 venv=.venv-ci
