@@ -17,4 +17,4 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 "$venv/bin/python" -m pip install --quiet -r tests/python/requirements.txt
 cargo build --quiet
-SEAMCUT_BIN="$PWD/target/debug/seamcut" "$venv/bin/python" -m pytest -q tests/python
+SEAMCUT_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/seamcut" "$venv/bin/python" -m pytest -q tests/python
