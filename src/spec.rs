@@ -212,18 +212,6 @@ impl TargetTokens {
     }
 }
 
-impl std::str::FromStr for TargetTokens {
-    type Err = String;
-
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        if s == "auto" {
-            Ok(Self::Auto)
-        } else {
-            s.parse().map(Self::Fixed).map_err(|_| format!("expected a number or auto, got {s:?}"))
-        }
-    }
-}
-
 /// `min_tokens`: a number, or `auto`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum MinTokens {
@@ -249,18 +237,6 @@ impl MinTokens {
     }
 }
 
-impl std::str::FromStr for MinTokens {
-    type Err = String;
-
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        if s == "auto" {
-            Ok(Self::Auto)
-        } else {
-            s.parse().map(Self::Fixed).map_err(|_| format!("expected a number or auto, got {s:?}"))
-        }
-    }
-}
-
 /// Max–Min's `hard_thr`: a number, or `auto`.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub enum HardThr {
@@ -272,21 +248,21 @@ pub enum HardThr {
     Fixed(f64),
 }
 
-impl std::str::FromStr for HardThr {
-    type Err = String;
-
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        if s == "auto" {
-            Ok(Self::Auto)
-        } else {
-            s.parse().map(Self::Fixed).map_err(|_| format!("--hard-thr {s:?}: a number or auto"))
-        }
-    }
-}
-
-/// `"auto"` or a number, in JSON.
+/// `"auto"` or a number: parsed from flags, and in JSON.
 macro_rules! auto_or_number {
     ($t:ty, $n:ty) => {
+        impl std::str::FromStr for $t {
+            type Err = String;
+
+            fn from_str(s: &str) -> std::result::Result<Self, String> {
+                if s == "auto" {
+                    Ok(Self::Auto)
+                } else {
+                    s.parse().map(Self::Fixed).map_err(|_| format!("expected a number or auto, got {s:?}"))
+                }
+            }
+        }
+
         impl Serialize for $t {
             fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
                 match self {
