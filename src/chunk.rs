@@ -2,8 +2,8 @@
 //!
 //! A chunker returns [`ChunkSpan`]s for one document: ordered, contiguous byte ranges that
 //! together cover the document (see [`crate::span::covering`] for who owns the whitespace
-//! between units). The pipeline turns them into [`Chunk`]s carrying the document id, the
-//! chunk's index and its text. Nothing is lost or duplicated: for a document with any
+//! between units). The pipeline writes them as [`crate::output::ChunkRecord`]s carrying the
+//! document id, the chunk's index and its text. Nothing is lost or duplicated: for a document with any
 //! non-whitespace content, concatenating `text[start..end]` over its chunks gives the
 //! document back byte for byte; a document of only whitespace has no chunks. With overlap
 //! (fixed windows only), `start` still increases strictly and each chunk extends past the
@@ -28,33 +28,6 @@ impl ChunkSpan {
     #[must_use]
     pub fn span(&self) -> Span {
         Span::new(self.start, self.end)
-    }
-}
-
-/// A chunk of a document, as written to the output.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Chunk<'a> {
-    pub doc_id: &'a str,
-    pub index: usize,
-    pub start: usize,
-    pub end: usize,
-    pub text: &'a str,
-    pub tokens: usize,
-    pub sentences: usize,
-}
-
-impl<'a> Chunk<'a> {
-    #[must_use]
-    pub fn new(doc_id: &'a str, doc_text: &'a str, index: usize, s: &ChunkSpan) -> Self {
-        Self {
-            doc_id,
-            index,
-            start: s.start,
-            end: s.end,
-            text: &doc_text[s.start..s.end],
-            tokens: s.tokens,
-            sentences: s.sentences,
-        }
     }
 }
 

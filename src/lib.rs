@@ -3,7 +3,7 @@
 //! The library is organised as a pipeline of stages, each a module with one job (see
 //! `ARCHITECTURE.md`): [`segment`] finds paragraphs and sentences as byte [`span::Span`]s,
 //! [`sizer`] counts tokens and cuts oversize units, [`chunkers`] turn units into
-//! [`chunk::Chunk`]s, [`corpus`] reads documents and [`output`] writes chunks.
+//! [`chunk::ChunkSpan`]s, [`corpus`] reads documents and [`output`] writes chunks.
 
 pub mod band;
 pub mod bench;

@@ -697,30 +697,17 @@ fn run(cli: Cli) -> seamcut::Result<()> {
             seamcut::pipeline::set_threads(a.run.threads)?;
             let mut opts = a.run.job_options();
             opts.embeddings = a.embeddings;
-            let target = a.output.as_ref().map_or(Target::Discard, |p| target(Some(p), false));
-            let chunker = spec.build()?;
-            let embedder = match a.embeddings {
-                Some(_) if chunker.semantic().is_none() => Some(spec.load_model()?.embedder.clone()),
-                _ => None,
-            };
-            let job = seamcut::pipeline::Job {
-                chunker: chunker.as_ref(),
-                embedder,
-                fingerprint: spec.to_json(),
+            let job = CorpusJob {
+                spec,
+                inputs: a.inputs.clone(),
+                read: ReadOptions::default(),
                 opts,
+                target: a.output.as_ref().map_or(Target::Discard, |p| target(Some(p), false)),
             };
             let stats = if a.inputs.is_empty() {
-                seamcut::pipeline::chunk_corpus(
-                    seamcut::bench::synthetic_corpus(a.generate * 1_000_000, 1),
-                    &job,
-                    &target,
-                )?
+                job.run_on(seamcut::bench::synthetic_corpus(a.generate * 1_000_000, 1))?
             } else {
-                let docs = Documents::new(
-                    a.inputs.iter().map(|s| Input::parse(s)).collect(),
-                    ReadOptions::default(),
-                );
-                seamcut::pipeline::chunk_corpus(docs, &job, &target)?
+                job.run()?
             };
             let report = seamcut::bench::Report::new(&stats);
             if a.json {

@@ -15,3 +15,11 @@ fetch() {
     log=$(cd "$cache" && "$@" 2>&1) || { echo "$log" >&2; exit 1; }
     echo "$sum  $cache/$file" | sha256sum -c --status || { echo "$name: checksum mismatch for $cache/$file" >&2; exit 1; }
 }
+
+# extract_deb FILE: unpack a cached .deb into a temporary folder (removed on exit) and set
+# $tmp to it.
+extract_deb() {
+    tmp=$(mktemp -d)
+    trap 'rm -rf "$tmp"' EXIT
+    dpkg-deb -x "$cache/$1" "$tmp"
+}

@@ -306,11 +306,21 @@ impl CorpusJob {
         .to_string()
     }
 
-    /// Run the job.
+    /// Run the job on its inputs.
     ///
     /// # Errors
     /// As [`ChunkerSpec::build`] and [`chunk_corpus`].
     pub fn run(&self) -> Result<JobStats> {
+        let docs = Documents::new(self.inputs.iter().map(|s| Input::parse(s)).collect(), self.read.clone());
+        self.run_on(docs)
+    }
+
+    /// Run the job on documents from elsewhere (a generated corpus, another reader) instead
+    /// of its inputs; everything else as [`Self::run`].
+    ///
+    /// # Errors
+    /// As [`Self::run`].
+    pub fn run_on(&self, docs: impl Iterator<Item = Result<Document>> + Send) -> Result<JobStats> {
         crate::output::check_meta_fields(&self.read.meta_fields)?;
         let chunker = self.spec.build()?;
         let embedder = match self.opts.embeddings {
@@ -324,7 +334,6 @@ impl CorpusJob {
             opts.total_bytes = crate::corpus::total_bytes(&inputs, self.read.format);
         }
         let job = Job { chunker: chunker.as_ref(), embedder, fingerprint: self.fingerprint(), opts };
-        let docs = Documents::new(self.inputs.iter().map(|s| Input::parse(s)).collect(), self.read.clone());
         chunk_corpus(docs, &job, &self.target)
     }
 }
@@ -361,7 +370,7 @@ pub fn segment_corpus(
     let mut bytes = 0;
     let mut docs = docs.peekable();
     while docs.peek().is_some() {
-        while let Some(d) = docs.next_if(|_| bytes < 32 << 20) {
+        while let Some(d) = docs.next_if(|_| bytes < DEFAULT_BATCH_BYTES) {
             let d = d?;
             bytes += d.text.len();
             batch.push(d);

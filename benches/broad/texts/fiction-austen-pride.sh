@@ -20,9 +20,7 @@ source "$(dirname "$0")/../lib.sh"
 mkdir -p "$out"
 fetch "$name" "$deb" "$sha" apt-get download "$pkg=$ver"
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-dpkg-deb -x "$cache/$deb" "$tmp"
+extract_deb "$deb"
 
 python3 - "$tmp/usr/lib/R/site-library/janeaustenr/data" "$out/$name.txt" <<'PY'
 import gzip

@@ -16,9 +16,7 @@ source "$(dirname "$0")/../lib.sh"
 mkdir -p "$out"
 fetch "$name" "$deb" "$sha" apt-get download "$pkg=$ver"
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-dpkg-deb -x "$cache/$deb" "$tmp"
+extract_deb "$deb"
 
 python3 - "$tmp/usr/share/info/bash.info.gz" "$out/$name.txt" <<'PY'
 import gzip
