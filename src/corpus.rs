@@ -18,7 +18,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use arrow_array::{Array, RecordBatch};
-use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use crate::{Error, Result};
 
@@ -183,15 +183,13 @@ enum Source {
     Text { label: String, explicit: bool, path: Option<PathBuf> },
     /// A JSONL stream being read line by line.
     Jsonl { label: String, reader: Box<dyn BufRead + Send>, line: usize },
-    /// A Parquet file being read batch by batch.
-    Parquet {
-        label: String,
-        reader: ParquetRecordBatchReader,
-        batch: Option<RecordBatch>,
-        next: usize,
-        row: usize,
-    },
+    /// Record batches (a Parquet file, or Arrow data handed in) read batch by batch.
+    Parquet { label: String, reader: BatchStream, batch: Option<RecordBatch>, next: usize, row: usize },
 }
+
+/// Record batches from a Parquet file or an Arrow stream.
+type BatchStream =
+    Box<dyn Iterator<Item = std::result::Result<RecordBatch, arrow_schema::ArrowError>> + Send>;
 
 /// Streaming iterator over the documents of some inputs.
 pub struct Documents {
@@ -230,6 +228,27 @@ impl Documents {
             stats: ReadStats::default(),
             buf: Vec::new(),
         }
+    }
+
+    /// The documents of Arrow record batches (an Arrow table handed in by a caller, e.g.
+    /// the Python bindings): one per row, read as Parquet rows are (`opts.text_field`,
+    /// `opts.id_field` and `opts.meta_fields` name the columns; a row without an id is
+    /// `LABEL:ROW`). A row whose text is null or not a string is a per-document error.
+    #[must_use]
+    pub fn from_batches(
+        label: impl Into<String>,
+        batches: impl Iterator<Item = std::result::Result<RecordBatch, arrow_schema::ArrowError>> + Send + 'static,
+        opts: ReadOptions,
+    ) -> Self {
+        let mut docs = Self::new(Vec::new(), opts);
+        docs.current = Some(Source::Parquet {
+            label: label.into(),
+            reader: Box::new(batches),
+            batch: None,
+            next: 0,
+            row: 0,
+        });
+        docs
     }
 
     #[must_use]
@@ -324,7 +343,7 @@ impl Documents {
                 let mask = parquet::arrow::ProjectionMask::leaves(schema, columns);
                 let reader =
                     builder.with_projection(mask).with_batch_size(PARQUET_BATCH_ROWS).build().map_err(bad)?;
-                Source::Parquet { label, reader, batch: None, next: 0, row: 0 }
+                Source::Parquet { label, reader: Box::new(reader), batch: None, next: 0, row: 0 }
             }
             _ => Source::Text { label, explicit, path: Some(path) },
         });

@@ -309,6 +309,71 @@ impl ChunkerSpec {
             .map_err(|e| Error::Config(format!("{}: not a valid chunker spec: {e}", path.display())))
     }
 
+    /// A spec from flat keyword parameters, as the Python bindings take them
+    /// (`Chunker(chunker="maxmin", max_tokens=128, hard_thr=0.4)`): a spec field keeps its
+    /// name, and a field of the chosen chunker's own settings (`hard_thr`, `threshold`,
+    /// `similarity_window`, `target_tokens`, …) may be given at the top level instead of
+    /// nested under `maxmin`/`minima`/`breakpoint`/`global`.
+    ///
+    /// # Errors
+    /// A [`Error::Config`] naming an unknown parameter and the ones this chunker takes, or a
+    /// bad value.
+    pub fn from_params(params: serde_json::Map<String, serde_json::Value>) -> Result<Self> {
+        use serde_json::Value;
+        let bad = |e: serde_json::Error| Error::Config(format!("invalid chunker parameters: {e}"));
+        let chunker: ChunkerKind = match params.get("chunker") {
+            Some(v) => serde_json::from_value(v.clone()).map_err(|_| {
+                Error::Config(format!(
+                    "unknown chunker {v} (known: {})",
+                    ChunkerKind::ALL.map(ChunkerKind::name).join(", ")
+                ))
+            })?,
+            None => ChunkerKind::default(),
+        };
+        let defaults = serde_json::to_value(Self::new(chunker)).map_err(bad)?;
+        let Value::Object(top) = &defaults else { return Err(Error::Internal("a spec is an object".into())) };
+        let own = match chunker {
+            ChunkerKind::Maxmin => Some("maxmin"),
+            ChunkerKind::Minima => Some("minima"),
+            ChunkerKind::Breakpoint => Some("breakpoint"),
+            ChunkerKind::Global => Some("global"),
+            _ => None,
+        };
+        let own_fields: Vec<String> = own
+            .and_then(|k| top.get(k))
+            .and_then(Value::as_object)
+            .map(|o| o.keys().cloned().collect())
+            .unwrap_or_default();
+        let mut spec = serde_json::Map::new();
+        let mut nested = serde_json::Map::new();
+        for (k, v) in params {
+            if top.contains_key(&k) {
+                spec.insert(k, v);
+            } else if own_fields.contains(&k) {
+                nested.insert(k, v);
+            } else {
+                let mut known: Vec<&str> = top.keys().map(String::as_str).collect();
+                known.extend(own_fields.iter().map(String::as_str));
+                return Err(Error::Config(format!(
+                    "unknown parameter {k:?} for the {chunker} chunker (known: {})",
+                    known.join(", ")
+                )));
+            }
+        }
+        if let (Some(k), false) = (own, nested.is_empty()) {
+            let entry = spec.entry(k).or_insert_with(|| Value::Object(serde_json::Map::new()));
+            let Value::Object(o) = entry else {
+                return Err(Error::Config(format!("{k}: expected an object of {k} settings")));
+            };
+            for (f, v) in nested {
+                if o.insert(f.clone(), v).is_some() {
+                    return Err(Error::Config(format!("{f} is given twice (at the top level and in {k})")));
+                }
+            }
+        }
+        serde_json::from_value(Value::Object(spec)).map_err(bad)
+    }
+
     /// The spec as pretty JSON (what `--print-spec` prints and `--spec` reads).
     #[must_use]
     pub fn to_json(&self) -> String {
@@ -496,6 +561,34 @@ mod tests {
         assert!(serde_json::from_str::<ChunkerSpec>(r#"{"min_tokens": "some"}"#).is_err());
         let bad = ChunkerSpec { overlap: 4, ..ChunkerSpec::new(ChunkerKind::Maxmin) };
         assert!(matches!(bad.build(), Err(Error::Config(_))));
+    }
+
+    #[test]
+    fn flat_parameters_land_in_the_chunkers_own_settings() {
+        let params = |j: &str| serde_json::from_str::<serde_json::Map<_, _>>(j).unwrap();
+        let s =
+            ChunkerSpec::from_params(params(r#"{"chunker": "maxmin", "hard_thr": 0.4, "max_tokens": 128}"#))
+                .unwrap();
+        assert_eq!((s.maxmin.hard_thr, s.max_tokens), (HardThr::Fixed(0.4), 128));
+        let s = ChunkerSpec::from_params(params(r#"{"chunker": "minima", "similarity_window": 5}"#)).unwrap();
+        assert_eq!(s.minima.similarity_window, 5);
+        let s = ChunkerSpec::from_params(params(r#"{"chunker": "breakpoint", "type": "interquartile"}"#))
+            .unwrap();
+        assert_eq!(s.breakpoint.kind, ThresholdType::Interquartile);
+        assert_eq!(ChunkerSpec::from_params(params("{}")).unwrap(), ChunkerSpec::default());
+        // Another chunker's setting, an unknown name, a bad value, a setting given twice.
+        let e = ChunkerSpec::from_params(params(r#"{"chunker": "minima", "hard_thr": 0.4}"#))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("\"hard_thr\"") && e.contains("similarity_window"), "{e}");
+        assert!(ChunkerSpec::from_params(params(r#"{"chunker": "maxmin", "max_tokenz": 3}"#)).is_err());
+        assert!(ChunkerSpec::from_params(params(r#"{"chunker": "nope"}"#))
+            .unwrap_err()
+            .to_string()
+            .contains("known: fixed"));
+        assert!(ChunkerSpec::from_params(params(r#"{"max_tokens": "many"}"#)).is_err());
+        let twice = r#"{"chunker": "maxmin", "c": 0.8, "maxmin": {"c": 0.7}}"#;
+        assert!(ChunkerSpec::from_params(params(twice)).unwrap_err().to_string().contains("twice"));
     }
 
     #[test]

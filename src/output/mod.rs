@@ -6,6 +6,7 @@
 //! list of float32). Both write exactly what they are given, in order: the bytes depend only
 //! on the sequence of chunks, never on how the job batched its work.
 
+pub mod arrow;
 pub mod jsonl;
 pub mod parquet;
 
@@ -18,6 +19,7 @@ use crate::chunk::ChunkSpan;
 use crate::corpus::Document;
 use crate::{Error, Result};
 
+pub use arrow::ArrowSink;
 pub use jsonl::JsonlSink;
 pub use parquet::ParquetSink;
 

@@ -8,15 +8,14 @@
 //! one's. Memory stays bounded by one row group.
 
 use std::io::Write;
-use std::sync::Arc;
 
-use arrow_array::builder::{FixedSizeListBuilder, Float32Builder, Int64Builder, StringBuilder};
-use arrow_array::{ArrayRef, RecordBatch};
-use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 
+use super::arrow::BatchBuilder;
 use super::ChunkSink;
 use crate::chunk::ChunkSpan;
 use crate::corpus::Document;
@@ -27,27 +26,7 @@ pub const BATCH_ROWS: usize = 4096;
 /// Rows per row group (a multiple of [`BATCH_ROWS`]).
 pub const ROW_GROUP_ROWS: usize = 4 * BATCH_ROWS;
 
-/// The schema of a chunk file: `doc_id, index, start, end, text, tokens, sentences`, the
-/// metadata fields (strings; JSON text for non-string values), and `embedding` when `dim` is
-/// given.
-#[must_use]
-pub fn schema(meta_fields: &[String], dim: Option<usize>) -> SchemaRef {
-    let mut fields = vec![
-        Field::new("doc_id", DataType::Utf8, false),
-        Field::new("index", DataType::Int64, false),
-        Field::new("start", DataType::Int64, false),
-        Field::new("end", DataType::Int64, false),
-        Field::new("text", DataType::Utf8, false),
-        Field::new("tokens", DataType::Int64, false),
-        Field::new("sentences", DataType::Int64, false),
-    ];
-    fields.extend(meta_fields.iter().map(|f| Field::new(f, DataType::Utf8, true)));
-    if let Some(d) = dim {
-        let item = Arc::new(Field::new("item", DataType::Float32, false));
-        fields.push(Field::new("embedding", DataType::FixedSizeList(item, d as i32), false));
-    }
-    Arc::new(Schema::new(fields))
-}
+pub use super::arrow::schema;
 
 fn pq(e: parquet::errors::ParquetError) -> Error {
     Error::Write(std::io::Error::other(e.to_string()))
@@ -153,14 +132,7 @@ pub fn merge(parts: &[std::path::PathBuf], out: Box<dyn Write + Send>, schema: S
 /// Buffers rows as Arrow builders and writes them in fixed-size batches.
 pub struct ParquetSink {
     out: Rebatcher,
-    schema: SchemaRef,
-    dim: Option<usize>,
-    rows: usize,
-    doc_id: StringBuilder,
-    ints: [Int64Builder; 5],
-    text: StringBuilder,
-    meta: Vec<StringBuilder>,
-    embedding: Option<FixedSizeListBuilder<Float32Builder>>,
+    rows: BatchBuilder,
 }
 
 impl ParquetSink {
@@ -169,77 +141,25 @@ impl ParquetSink {
     /// # Errors
     /// If the writer cannot be created.
     pub fn new(out: Box<dyn Write + Send>, meta_fields: &[String], dim: Option<usize>) -> Result<Self> {
-        let schema = schema(meta_fields, dim);
         Ok(Self {
-            out: Rebatcher::new(out, schema.clone())?,
-            schema,
-            dim,
-            rows: 0,
-            doc_id: StringBuilder::new(),
-            ints: Default::default(),
-            text: StringBuilder::new(),
-            meta: meta_fields.iter().map(|_| StringBuilder::new()).collect(),
-            embedding: dim.map(|d| {
-                FixedSizeListBuilder::new(Float32Builder::with_capacity(BATCH_ROWS * d), d as i32)
-                    .with_field(Arc::new(Field::new("item", DataType::Float32, false)))
-            }),
+            out: Rebatcher::new(out, schema(meta_fields, dim))?,
+            rows: BatchBuilder::new(meta_fields, dim),
         })
     }
 
     fn flush_batch(&mut self) -> Result<()> {
-        if self.rows == 0 {
-            return Ok(());
+        match self.rows.finish()? {
+            Some(batch) => self.out.push(batch),
+            None => Ok(()),
         }
-        let mut cols: Vec<ArrayRef> = vec![Arc::new(self.doc_id.finish())];
-        let [index, start, end, tokens, sentences] = &mut self.ints;
-        cols.push(Arc::new(index.finish()));
-        cols.push(Arc::new(start.finish()));
-        cols.push(Arc::new(end.finish()));
-        cols.push(Arc::new(self.text.finish()));
-        cols.push(Arc::new(tokens.finish()));
-        cols.push(Arc::new(sentences.finish()));
-        cols.extend(self.meta.iter_mut().map(|b| Arc::new(b.finish()) as ArrayRef));
-        if let Some(e) = &mut self.embedding {
-            cols.push(Arc::new(e.finish()));
-        }
-        let batch =
-            RecordBatch::try_new(self.schema.clone(), cols).map_err(|e| Error::Internal(e.to_string()))?;
-        self.rows = 0;
-        self.out.push(batch)
     }
 }
 
 impl ChunkSink for ParquetSink {
     fn write_doc(&mut self, doc: &Document, chunks: &[ChunkSpan], embeddings: Option<&[f32]>) -> Result<()> {
-        if self.dim.is_some() && embeddings.is_none() && !chunks.is_empty() {
-            return Err(Error::Internal(format!("no embeddings for {}", doc.id)));
-        }
-        let meta: Vec<Option<String>> = doc
-            .meta
-            .iter()
-            .map(|v| match v {
-                serde_json::Value::Null => None,
-                serde_json::Value::String(s) => Some(s.clone()),
-                other => Some(other.to_string()),
-            })
-            .collect();
-        for (i, c) in chunks.iter().enumerate() {
-            self.doc_id.append_value(&doc.id);
-            for (b, v) in self.ints.iter_mut().zip([i, c.start, c.end, c.tokens, c.sentences]) {
-                b.append_value(v as i64);
-            }
-            self.text.append_value(&doc.text[c.start..c.end]);
-            for (b, v) in self.meta.iter_mut().zip(meta.iter().chain(std::iter::repeat(&None))) {
-                b.append_option(v.as_deref());
-            }
-            if let (Some(b), Some(d), Some(e)) = (&mut self.embedding, self.dim, embeddings) {
-                b.values().append_slice(&e[i * d..(i + 1) * d]);
-                b.append(true);
-            }
-            self.rows += 1;
-            if self.rows == BATCH_ROWS {
-                self.flush_batch()?;
-            }
+        self.rows.append_doc(doc, chunks, embeddings)?;
+        if self.rows.rows() >= BATCH_ROWS {
+            self.flush_batch()?;
         }
         Ok(())
     }

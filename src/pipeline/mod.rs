@@ -144,8 +144,11 @@ impl Default for JobOptions {
     }
 }
 
+/// A sink the caller holds on to (see [`Target::Sink`]).
+pub type SharedSink = Arc<std::sync::Mutex<dyn crate::output::ChunkSink>>;
+
 /// Where a job's chunks go.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub enum Target {
     /// JSONL on standard output, streamed (no resume, no embeddings).
     Stdout,
@@ -153,6 +156,25 @@ pub enum Target {
     Discard,
     /// A file, committed in parts ([`commit`]); `resume` continues an interrupted job.
     File { path: PathBuf, format: OutputFormat, resume: bool },
+    /// A sink of the caller's, e.g. an [`crate::output::ArrowSink`] whose batches become
+    /// a table for the Python bindings (no resume; bad documents go to the job's stats).
+    Sink(SharedSink),
+}
+
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Stdout => f.write_str("Stdout"),
+            Self::Discard => f.write_str("Discard"),
+            Self::File { path, format, resume } => f
+                .debug_struct("File")
+                .field("path", path)
+                .field("format", format)
+                .field("resume", resume)
+                .finish(),
+            Self::Sink(_) => f.write_str("Sink"),
+        }
+    }
 }
 
 /// Busy seconds per stage.

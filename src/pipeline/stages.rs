@@ -100,6 +100,7 @@ pub(super) fn run(
         }
     };
     let mut committer = match target {
+        Target::Sink(_) => None,
         Target::Stdout | Target::Discard => {
             if dim.is_some() && matches!(target, Target::Stdout) {
                 return Err(Error::Config("--embeddings needs an output file (-o)".into()));
@@ -130,6 +131,12 @@ pub(super) fn run(
         Box::new(std::io::stdout())
     };
     let mut stdout_sink = JsonlSink::new(sink, None, opts.meta_fields.clone());
+    let mut caller_sink = match target {
+        Target::Sink(s) => {
+            Some(s.lock().map_err(|_| Error::Internal("the caller's sink is poisoned".into()))?)
+        }
+        _ => None,
+    };
     let progress = progress_bar(opts.progress, opts.total_bytes);
     let mut stats = JobStats { chunker: job.chunker.describe(), ..JobStats::default() };
 
@@ -171,15 +178,11 @@ pub(super) fn run(
                         c.commit(part, totals.clone())
                     }
                     None => {
-                        write_batch(
-                            f,
-                            &mut stdout_sink,
-                            ErrorsTo::Stderr,
-                            &mut totals,
-                            &mut stats,
-                            opts.on_error,
-                        )?;
-                        Ok(())
+                        let (sink, errors): (&mut dyn ChunkSink, _) = match caller_sink.as_deref_mut() {
+                            Some(s) => (s, ErrorsTo::Stats),
+                            None => (&mut stdout_sink, ErrorsTo::Stderr),
+                        };
+                        write_batch(f, sink, errors, &mut totals, &mut stats, opts.on_error)
                     }
                 }
                 .map(|()| {
@@ -216,7 +219,10 @@ pub(super) fn run(
     result?;
     match committer {
         Some(c) => c.finish()?,
-        None => stdout_sink.finish()?,
+        None => match caller_sink.as_deref_mut() {
+            Some(s) => s.finish()?,
+            None => stdout_sink.finish()?,
+        },
     }
     stats.totals = totals;
     stats.seconds = t0.elapsed().as_secs_f64();
@@ -486,6 +492,8 @@ fn check_chunks(doc: &Document, chunks: &[ChunkSpan], chunker: &dyn crate::chunk
 enum ErrorsTo<'a> {
     File(&'a mut JsonlWriter),
     Stderr,
+    /// Only in the job's stats (a caller's sink: the caller reports them).
+    Stats,
 }
 
 /// A line of the errors file.
@@ -530,6 +538,7 @@ fn write_batch(
                             "seamcut: warning: {}: {}; chunked by sentence packing",
                             d.id, rec.error
                         ),
+                        ErrorsTo::Stats => {}
                     }
                 }
                 continue;
@@ -562,6 +571,7 @@ fn write_batch(
         match &mut errors {
             ErrorsTo::File(w) => w.write(&rec)?,
             ErrorsTo::Stderr => eprintln!("seamcut: skipped {msg}"),
+            ErrorsTo::Stats => {}
         }
     }
     Ok(())

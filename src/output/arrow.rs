@@ -1,0 +1,208 @@
+//! Chunks as Arrow record batches: the schema every columnar output shares (Parquet files,
+//! tables handed to the Python bindings), the builder that fills it, and [`ArrowSink`],
+//! which keeps the batches in memory for a caller.
+
+use std::sync::Arc;
+
+use arrow_array::builder::{FixedSizeListBuilder, Float32Builder, Int64Builder, StringBuilder};
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+
+use super::ChunkSink;
+use crate::chunk::ChunkSpan;
+use crate::corpus::Document;
+use crate::{Error, Result};
+
+/// The schema of a chunk table: `doc_id, index, start, end, text, tokens, sentences`, the
+/// metadata fields (strings; JSON text for non-string values), and `embedding` (a
+/// fixed-size list of float32) when `dim` is given.
+#[must_use]
+pub fn schema(meta_fields: &[String], dim: Option<usize>) -> SchemaRef {
+    let mut fields = vec![
+        Field::new("doc_id", DataType::Utf8, false),
+        Field::new("index", DataType::Int64, false),
+        Field::new("start", DataType::Int64, false),
+        Field::new("end", DataType::Int64, false),
+        Field::new("text", DataType::Utf8, false),
+        Field::new("tokens", DataType::Int64, false),
+        Field::new("sentences", DataType::Int64, false),
+    ];
+    fields.extend(meta_fields.iter().map(|f| Field::new(f, DataType::Utf8, true)));
+    if let Some(d) = dim {
+        fields.push(Field::new("embedding", DataType::FixedSizeList(item_field(), d as i32), false));
+    }
+    Arc::new(Schema::new(fields))
+}
+
+fn item_field() -> Arc<Field> {
+    Arc::new(Field::new("item", DataType::Float32, false))
+}
+
+/// Fills the columns of [`schema`] one document at a time and hands them out as a record
+/// batch whenever the caller asks.
+pub struct BatchBuilder {
+    schema: SchemaRef,
+    dim: Option<usize>,
+    rows: usize,
+    doc_id: StringBuilder,
+    ints: [Int64Builder; 5],
+    text: StringBuilder,
+    meta: Vec<StringBuilder>,
+    embedding: Option<FixedSizeListBuilder<Float32Builder>>,
+}
+
+impl BatchBuilder {
+    #[must_use]
+    pub fn new(meta_fields: &[String], dim: Option<usize>) -> Self {
+        Self {
+            schema: schema(meta_fields, dim),
+            dim,
+            rows: 0,
+            doc_id: StringBuilder::new(),
+            ints: Default::default(),
+            text: StringBuilder::new(),
+            meta: meta_fields.iter().map(|_| StringBuilder::new()).collect(),
+            embedding: dim
+                .map(|d| FixedSizeListBuilder::new(Float32Builder::new(), d as i32).with_field(item_field())),
+        }
+    }
+
+    #[must_use]
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// Rows appended since the last [`Self::finish`].
+    #[must_use]
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Append chunk `index` of `doc` (its embedding, `dim` floats, when the schema has one).
+    ///
+    /// # Errors
+    /// If the schema has embeddings and none are given.
+    pub fn append(
+        &mut self,
+        doc: &Document,
+        meta: &[Option<String>],
+        index: usize,
+        c: &ChunkSpan,
+        embedding: Option<&[f32]>,
+    ) -> Result<()> {
+        if let Some(b) = &mut self.embedding {
+            let e = embedding.ok_or_else(|| Error::Internal(format!("no embeddings for {}", doc.id)))?;
+            b.values().append_slice(e);
+            b.append(true);
+        }
+        self.doc_id.append_value(&doc.id);
+        for (b, v) in self.ints.iter_mut().zip([index, c.start, c.end, c.tokens, c.sentences]) {
+            b.append_value(v as i64);
+        }
+        self.text.append_value(&doc.text[c.start..c.end]);
+        for (b, v) in self.meta.iter_mut().zip(meta.iter().chain(std::iter::repeat(&None))) {
+            b.append_option(v.as_deref());
+        }
+        self.rows += 1;
+        Ok(())
+    }
+
+    /// Append all of a document's chunks (`embeddings`: `chunks.len() × dim` floats).
+    ///
+    /// # Errors
+    /// As [`Self::append`].
+    pub fn append_doc(
+        &mut self,
+        doc: &Document,
+        chunks: &[ChunkSpan],
+        embeddings: Option<&[f32]>,
+    ) -> Result<()> {
+        let meta = meta_strings(doc);
+        for (i, c) in chunks.iter().enumerate() {
+            let e = match (self.dim, embeddings) {
+                (Some(d), Some(e)) => Some(&e[i * d..(i + 1) * d]),
+                _ => None,
+            };
+            self.append(doc, &meta, i, c, e)?;
+        }
+        Ok(())
+    }
+
+    /// The rows appended so far as one batch (`None` if there are none); the builder starts
+    /// empty again.
+    ///
+    /// # Errors
+    /// Never in practice (the columns are built to the schema).
+    pub fn finish(&mut self) -> Result<Option<RecordBatch>> {
+        if self.rows == 0 {
+            return Ok(None);
+        }
+        let mut cols: Vec<ArrayRef> = vec![Arc::new(self.doc_id.finish())];
+        let [index, start, end, tokens, sentences] = &mut self.ints;
+        cols.push(Arc::new(index.finish()));
+        cols.push(Arc::new(start.finish()));
+        cols.push(Arc::new(end.finish()));
+        cols.push(Arc::new(self.text.finish()));
+        cols.push(Arc::new(tokens.finish()));
+        cols.push(Arc::new(sentences.finish()));
+        cols.extend(self.meta.iter_mut().map(|b| Arc::new(b.finish()) as ArrayRef));
+        if let Some(e) = &mut self.embedding {
+            cols.push(Arc::new(e.finish()));
+        }
+        self.rows = 0;
+        RecordBatch::try_new(self.schema.clone(), cols).map(Some).map_err(|e| Error::Internal(e.to_string()))
+    }
+}
+
+/// A document's metadata values as column strings: strings as they are, other JSON values as
+/// JSON text, null as null.
+#[must_use]
+pub fn meta_strings(doc: &Document) -> Vec<Option<String>> {
+    doc.meta
+        .iter()
+        .map(|v| match v {
+            serde_json::Value::Null => None,
+            serde_json::Value::String(s) => Some(s.clone()),
+            other => Some(other.to_string()),
+        })
+        .collect()
+}
+
+/// Keeps a job's chunks in memory as record batches of [`schema`] (one per
+/// [`ChunkSink::write_doc`] call, at most; a caller may concatenate them).
+pub struct ArrowSink {
+    builder: BatchBuilder,
+    batches: Vec<RecordBatch>,
+}
+
+impl ArrowSink {
+    #[must_use]
+    pub fn new(meta_fields: &[String], dim: Option<usize>) -> Self {
+        Self { builder: BatchBuilder::new(meta_fields, dim), batches: Vec::new() }
+    }
+
+    #[must_use]
+    pub fn schema(&self) -> SchemaRef {
+        self.builder.schema().clone()
+    }
+
+    /// The batches written so far; the sink starts empty again.
+    pub fn take(&mut self) -> Vec<RecordBatch> {
+        std::mem::take(&mut self.batches)
+    }
+}
+
+impl ChunkSink for ArrowSink {
+    fn write_doc(&mut self, doc: &Document, chunks: &[ChunkSpan], embeddings: Option<&[f32]>) -> Result<()> {
+        self.builder.append_doc(doc, chunks, embeddings)?;
+        if self.builder.rows() >= super::parquet::BATCH_ROWS {
+            self.batches.extend(self.builder.finish()?);
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        self.batches.extend(self.builder.finish()?);
+        Ok(())
+    }
+}
