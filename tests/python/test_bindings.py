@@ -1,0 +1,222 @@
+"""The Python bindings (bindings/python): the same chunks as the CLI for every chunker,
+character offsets that slice Python strings, Arrow in and out, exceptions with the CLI's
+messages, and the GIL released during work. Needs the `seamcut` wheel installed in the
+venv (tests/run.sh builds and installs it) and the CLI (SEAMCUT_BIN)."""
+import json
+import os
+import pickle
+import subprocess
+import tempfile
+import threading
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import seamcut
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BIN = os.environ.get("SEAMCUT_BIN", os.path.join(ROOT, "target", "debug", "seamcut"))
+
+# Non-ASCII text in several scripts: accents, CJK, emoji (4-byte UTF-8, one code point).
+MIXED = (
+    "Café au lait — naïve façade. Über straße grüßen.\n\n"
+    "日本語の文章です。二つ目の文です。\n\n"
+    "Emoji 🙂 count as one character 🚀. Ελληνικά κείμενα εδώ. Русский текст тоже.\n"
+)
+
+
+def fixture_docs():
+    """The fixture texts (tests/fixtures/texts.jsonl: edge cases, long documents, non-ASCII)
+    with ids, plus a mixed-script document."""
+    docs = []
+    with open(os.path.join(ROOT, "tests", "fixtures", "texts.jsonl"), encoding="utf-8") as f:
+        for i, line in enumerate(f):
+            docs.append({"id": f"t{i}", "text": json.loads(line)["text"]})
+    docs.append({"id": "mixed", "text": MIXED * 6})
+    return docs
+
+
+def cli(*args):
+    return subprocess.run([BIN, *args], check=True, capture_output=True, text=True)
+
+
+def cli_chunks(docs, chunker, fmt="jsonl", extra=()):
+    """The CLI's chunks of `docs`: JSONL records grouped by id, or a pyarrow table."""
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "docs.jsonl")
+        with open(src, "w", encoding="utf-8") as f:
+            for doc in docs:
+                f.write(json.dumps(doc, ensure_ascii=False) + "\n")
+        out = os.path.join(d, f"out.{fmt}")
+        cli("chunk", src, "--chunker", chunker, "-o", out, "-q", *extra)
+        if fmt == "parquet":
+            return pq.read_table(out)
+        by_doc = {}
+        with open(out, encoding="utf-8") as f:
+            for line in f:
+                r = json.loads(line)
+                by_doc.setdefault(r["doc_id"], []).append(r)
+        return by_doc
+
+
+@pytest.fixture(scope="module")
+def docs():
+    return fixture_docs()
+
+
+@pytest.mark.parametrize("name", seamcut.CHUNKERS)
+def test_same_chunks_as_the_cli_for_every_chunker(docs, name):
+    expected = cli_chunks(docs, name)
+    chunker = seamcut.Chunker(name)
+    got = chunker.chunk_batch([d["text"] for d in docs])
+    assert len(got) == len(docs)
+    for doc, chunks in zip(docs, got):
+        want = expected.get(doc["id"], [])
+        assert [(c.start_byte, c.end_byte, c.token_count, c.sentences) for c in chunks] == [
+            (r["start"], r["end"], r["tokens"], r["sentences"]) for r in want
+        ], (name, doc["id"])
+        assert [c.text for c in chunks] == [r["text"] for r in want]
+    # One document at a time gives the same chunks as the batch.
+    for doc, chunks in list(zip(docs, got))[-25:]:
+        assert chunker.chunk(doc["text"]) == chunks, (name, doc["id"])
+
+
+@pytest.mark.parametrize("name", ["maxmin", "recursive", "fixed"])
+def test_character_offsets_slice_the_python_string(docs, name):
+    chunker = seamcut.Chunker(name, max_tokens=24)
+    for doc in docs:
+        text = doc["text"]
+        chunks = chunker(text)
+        raw = text.encode("utf-8")
+        for c in chunks:
+            assert text[c.start_index:c.end_index] == c.text
+            assert raw[c.start_byte:c.end_byte].decode("utf-8") == c.text
+            assert c.token_count <= 24
+        # Coverage: nothing but whitespace between or around the chunks.
+        at = 0
+        for c in chunks:
+            assert text[at:c.start_index].strip() == ""
+            at = c.end_index
+        assert text[at:].strip() == ""
+    # The mixed-script document has code points of 2, 3 and 4 bytes: offsets differ.
+    chunks = chunker(MIXED)
+    assert any(c.start_index != c.start_byte for c in chunks)
+
+
+def test_chonkie_shaped_api_and_spec():
+    c = seamcut.Chunker("maxmin", chunk_size=64, hard_thr=0.5)
+    assert c.spec["max_tokens"] == 64 and c.spec["maxmin"]["hard_thr"] == 0.5
+    assert isinstance(c("One. Two."), list) and isinstance(c(["One.", "Two."]), list)
+    assert seamcut.MaxMinChunker(max_tokens=64).spec == seamcut.Chunker("maxmin", max_tokens=64).spec
+    assert seamcut.TokenChunker(max_tokens=8, overlap=2).name == "fixed"
+    # A chunker pickles as its spec (how Ray ships it to workers).
+    again = pickle.loads(pickle.dumps(c))
+    assert again.spec == c.spec and again.chunk(MIXED) == c.chunk(MIXED)
+    # The spec is the CLI's: --spec reads what .spec gives.
+    with tempfile.TemporaryDirectory() as d:
+        spec, src, out = (os.path.join(d, n) for n in ("spec.json", "doc.txt", "out.jsonl"))
+        json.dump(c.spec, open(spec, "w"))
+        open(src, "w", encoding="utf-8").write(MIXED)
+        cli("chunk", src, "--spec", spec, "-o", out, "-q")
+        recs = [json.loads(l) for l in open(out, encoding="utf-8")]
+    assert [(r["start"], r["end"]) for r in recs] == [(x.start_byte, x.end_byte) for x in c(MIXED)]
+
+
+def test_exceptions_carry_the_cli_messages():
+    with pytest.raises(ValueError, match="unknown chunker"):
+        seamcut.Chunker("nope")
+    with pytest.raises(ValueError, match=r"unknown parameter \"hard_thr\" for the minima chunker \(known: .*similarity_window"):
+        seamcut.Chunker("minima", hard_thr=0.3)
+    with pytest.raises(ValueError, match="min-tokens 99 is larger than --max-tokens 10"):
+        seamcut.Chunker("recursive", max_tokens=10, min_tokens=99)
+    with pytest.raises(TypeError):
+        seamcut.Chunker("sentence").chunk(b"bytes")
+    with pytest.raises(TypeError):
+        seamcut.embed(["ok", 3])
+    # A model that does not exist: the same one-line message as the CLI's.
+    missing = "/nonexistent/model-dir"
+    with pytest.raises(Exception) as e:
+        seamcut.Chunker("maxmin", model=missing)
+    r = subprocess.run([BIN, "chunk", "-", "--chunker", "maxmin", "--model", missing],
+                       input="Some text.", capture_output=True, text=True)
+    assert r.returncode != 0 and str(e.value) in r.stderr, (str(e.value), r.stderr)
+    assert "\n" not in str(e.value)
+
+
+def test_embed_equals_the_cli():
+    texts = ["A first sentence.", "Un deuxième, avec des accents.", "日本語", ""]
+    v = seamcut.embed(texts)
+    assert v.dtype == np.float32 and v.shape[0] == len(texts) and v.flags.c_contiguous
+    with tempfile.TemporaryDirectory() as d:
+        src, out = os.path.join(d, "lines.txt"), os.path.join(d, "v.npy")
+        open(src, "w", encoding="utf-8").write("\n".join(texts) + "\n")
+        cli("embed", "--lines", src, "-o", out, "-q")
+        want = np.load(out)
+    np.testing.assert_array_equal(v, want)
+    assert seamcut.embed([]).shape == (0, v.shape[1])
+
+
+def test_arrow_round_trip_equals_the_cli_parquet(docs):
+    for name, embeddings in [("maxmin", "mean"), ("recursive", "reembed"), ("minima", None)]:
+        table = pa.table({"id": [d["id"] for d in docs], "text": [d["text"] for d in docs],
+                          "lang": ["xx" if i % 3 else None for i in range(len(docs))]})
+        extra = ["--meta-field", "lang"] + (["--embeddings", embeddings] if embeddings else [])
+        want = cli_chunks([{**d, "lang": l} for d, l in zip(docs, table["lang"].to_pylist())],
+                          name, "parquet", extra)
+        got = seamcut.Chunker(name).chunk_table(table, meta_columns=["lang"], embeddings=embeddings or False)
+        assert got.schema == want.schema, (name, got.schema, want.schema)
+        assert got.equals(want), name
+        # A record batch goes in too, and an empty table gives an empty table of the schema.
+        batch = table.to_batches()[0]
+        assert seamcut.Chunker(name).chunk_table(batch, meta_columns=["lang"],
+                                                 embeddings=embeddings or False).equals(want)
+    empty = seamcut.chunk_table(pa.table({"id": pa.array([], pa.string()), "text": pa.array([], pa.string())}))
+    assert empty.num_rows == 0 and empty.schema.names[:7] == ["doc_id", "index", "start", "end", "text", "tokens", "sentences"]
+
+
+def test_bad_rows_are_skipped_with_a_warning_or_raise():
+    table = pa.table({"id": ["a", "b", "c"], "text": ["Fine text. Here.", None, "Also fine."]})
+    with pytest.warns(UserWarning, match="skipped 1 row"):
+        out = seamcut.Chunker("sentence").chunk_table(table)
+    assert sorted(set(out["doc_id"].to_pylist())) == ["a", "c"]
+    with pytest.raises(ValueError, match='null "text"'):
+        seamcut.Chunker("sentence").chunk_table(table, on_error="raise")
+    with pytest.raises(ValueError, match="embeddings"):
+        seamcut.Chunker("sentence").chunk_table(table, embeddings="sideways")
+    with pytest.raises(TypeError):
+        seamcut.Chunker("sentence").chunk_table([1, 2, 3])
+
+
+def test_the_gil_is_released():
+    """Two Python threads chunking at once finish faster than the same work in series."""
+    chunker = seamcut.Chunker("recursive", max_tokens=64)
+    text = open(os.path.join(ROOT, "benches", "data-sentences.txt"), encoding="utf-8").read()
+    text = (text + "\n\n") * max(1, 400_000 // len(text))
+    chunker.chunk(text)  # warm up
+
+    def serial():
+        chunker.chunk(text)
+        chunker.chunk(text)
+
+    def parallel():
+        ts = [threading.Thread(target=chunker.chunk, args=(text,)) for _ in range(2)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+
+    def best(f):
+        times = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            f()
+            times.append(time.perf_counter() - t0)
+        return min(times)
+
+    s, p = best(serial), best(parallel)
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("one core: no parallel speed-up to see")
+    assert p < 0.8 * s, f"two threads took {p:.3f} s, in series {s:.3f} s"

@@ -1,0 +1,65 @@
+"""examples/ray_corpus.py on a local Ray cluster gives the same set of chunks as the CLI on
+one machine."""
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+ray = pytest.importorskip("ray")
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BIN = os.environ.get("SEAMCUT_BIN", os.path.join(ROOT, "target", "debug", "seamcut"))
+sys.path.insert(0, os.path.join(ROOT, "examples"))
+
+import ray_corpus  # noqa: E402
+
+
+def small_corpus(path):
+    lines = open(os.path.join(ROOT, "benches", "data-sentences.txt"), encoding="utf-8").read().splitlines()
+    ids, texts = [], []
+    for i in range(40):
+        paras = [" ".join(lines[(i * 17 + p * 6 + k) % len(lines)] for k in range(6)) for p in range(1 + i % 4)]
+        ids.append(f"doc-{i}")
+        texts.append("\n\n".join(paras) + ("\nCafé 🙂 ünïcode." if i % 5 == 0 else ""))
+    pq.write_table(pa.table({"id": ids, "text": texts}), path)
+
+
+def rows(table):
+    cols = ["doc_id", "index", "start", "end", "text", "tokens", "sentences"]
+    d = table.select(cols).to_pydict()
+    return sorted(zip(*(d[c] for c in cols)))
+
+
+def test_ray_example_matches_the_cli():
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "corpus.parquet")
+        small_corpus(src)
+        cli_out = os.path.join(d, "cli.parquet")
+        subprocess.run([BIN, "chunk", src, "--chunker", "maxmin", "--embeddings", "mean", "-o", cli_out, "-q"],
+                       check=True)
+        want = pq.read_table(cli_out)
+
+        # The workers import the example module as the driver does.
+        env = {"env_vars": {"PYTHONPATH": os.path.join(ROOT, "examples")}}
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, runtime_env=env)
+        try:
+            ds = ray.data.read_parquet(src).select_columns(["id", "text"])
+            out_dir = os.path.join(d, "ray-out")
+            # One actor of one CPU: the other CPU runs the read and write tasks (two actors
+            # would hold both and starve them).
+            ray_corpus.chunk_dataset(ds, {"chunker": "maxmin"}, actors=1, threads=1, embeddings="mean",
+                                     batch_size=7).write_parquet(out_dir)
+        finally:
+            ray.shutdown()
+        got = pa.concat_tables([pq.read_table(f) for f in sorted(glob.glob(os.path.join(out_dir, "*.parquet")))])
+        assert got.num_rows == want.num_rows > 40
+        assert rows(got) == rows(want)
+        # The embeddings too, chunk for chunk.
+        key = lambda t: {(r["doc_id"], r["index"]): r["embedding"] for r in t.select(["doc_id", "index", "embedding"]).to_pylist()}
+        assert key(got) == key(want)
