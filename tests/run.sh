@@ -27,4 +27,5 @@ rm -rf "$target/wheels-ci"
 "$venv/bin/maturin" build --quiet --manifest-path bindings/python/Cargo.toml --profile dev \
   --out "$target/wheels-ci"
 "$venv/bin/python" -m pip install --quiet --force-reinstall --no-deps "$target"/wheels-ci/seamcut-*.whl
-SEAMCUT_BIN="$target/debug/seamcut" "$venv/bin/python" -m pytest -q tests/python
+SEAMCUT_BIN="$target/debug/seamcut" SEAMCUT_WHEEL="$(ls "$target"/wheels-ci/seamcut-*.whl)" \
+  "$venv/bin/python" -m pytest -q tests/python

@@ -6,6 +6,7 @@ import json
 import os
 import pickle
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -220,3 +221,21 @@ def test_the_gil_is_released():
     if (os.cpu_count() or 1) < 2:
         pytest.skip("one core: no parallel speed-up to see")
     assert p < 0.8 * s, f"two threads took {p:.3f} s, in series {s:.3f} s"
+
+
+def test_the_wheel_installs_and_runs_in_a_fresh_venv_without_network():
+    """The built wheel alone (no numpy, no models folder, no network) chunks with the default
+    model, which is inside the extension."""
+    wheel = os.environ.get("SEAMCUT_WHEEL")
+    if not wheel:
+        pytest.skip("SEAMCUT_WHEEL (the built wheel) not given; tests/run.sh gives it")
+    with tempfile.TemporaryDirectory() as d:
+        venv = os.path.join(d, "venv")
+        subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+        py = os.path.join(venv, "bin", "python")
+        subprocess.run([py, "-m", "pip", "install", "--quiet", "--no-index", "--no-deps", wheel], check=True)
+        env = {"PATH": os.environ.get("PATH", ""), "HOME": d, "SEAMCUT_MODELS": os.path.join(d, "nowhere"),
+               "HF_HUB_OFFLINE": "1", "HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9"}
+        out = subprocess.run([py, "-c", "import seamcut; print(seamcut.Chunker()('Some text. More.'))"],
+                             cwd=d, env=env, check=True, capture_output=True, text=True).stdout
+    assert "Chunk(text='Some text. More.', start_index=0, end_index=16" in out, out
