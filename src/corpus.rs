@@ -251,6 +251,29 @@ impl Documents {
         docs
     }
 
+    /// Check that record batches of `schema` have the columns `opts` names: the text
+    /// column and every metadata column, and the id column unless `opts.id_field` is empty
+    /// (then rows are numbered). For callers that hand in a table, where a misspelt column
+    /// should be one error rather than every row skipped.
+    ///
+    /// # Errors
+    /// A [`Error::Config`] naming the missing column and the ones there are.
+    pub fn check_columns(schema: &arrow_schema::Schema, opts: &ReadOptions) -> Result<()> {
+        let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+        let mut wanted = vec![("text", opts.text_field.as_str())];
+        if !opts.id_field.is_empty() {
+            wanted.push(("id", opts.id_field.as_str()));
+        }
+        wanted.extend(opts.meta_fields.iter().map(|m| ("metadata", m.as_str())));
+        match wanted.into_iter().find(|(_, c)| !names.contains(c)) {
+            Some((what, c)) => Err(Error::Config(format!(
+                "no {what} column {c:?} in the table (columns: {})",
+                names.join(", ")
+            ))),
+            None => Ok(()),
+        }
+    }
+
     #[must_use]
     pub fn stats(&self) -> &ReadStats {
         &self.stats

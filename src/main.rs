@@ -534,7 +534,7 @@ enum Format {
 /// How the job runs: threads, batches, errors, progress.
 #[derive(Args)]
 struct RunArgs {
-    /// Threads for the CPU stages (0: one per core).
+    /// Threads for the CPU stages and the CPU encoder (0: one per core).
     #[arg(long, short = 'j', default_value_t = 0)]
     threads: usize,
     /// Bytes of documents per batch (the unit of embedding, overlap and commits).
@@ -603,9 +603,10 @@ struct ChunkArgs {
     /// Take only the documents whose id hashes to I of N shards (I/N, 0-based).
     #[arg(long, value_name = "I/N")]
     shard: Option<String>,
-    /// Add each chunk's vector: `mean` of its unit vectors (embedding chunkers, free), or
-    /// `reembed` its text with --model. Parquet: an `embedding` column; JSONL: OUT.npy.
-    #[arg(long, value_parser = kebab::<EmbeddingMode>(&["mean", "reembed"]))]
+    /// Add each chunk's vector: `mean` of its unit vectors (embedding chunkers, free),
+    /// `reembed` its text with --model, or `auto` (mean if it can, else reembed). Parquet: an
+    /// `embedding` column; JSONL: OUT.npy.
+    #[arg(long, value_parser = kebab::<EmbeddingMode>(&["mean", "reembed", "auto"]))]
     embeddings: Option<EmbeddingMode>,
     /// Chunks longer than the model's window under --embeddings reembed: truncate or mean.
     #[arg(long, value_enum, default_value_t = Long::Truncate)]
@@ -630,7 +631,7 @@ struct BenchChunkArgs {
     #[command(flatten)]
     spec: SpecArgs,
     /// Also compute chunk embeddings.
-    #[arg(long, value_parser = kebab::<EmbeddingMode>(&["mean", "reembed"]))]
+    #[arg(long, value_parser = kebab::<EmbeddingMode>(&["mean", "reembed", "auto"]))]
     embeddings: Option<EmbeddingMode>,
     /// Write the chunks here (JSONL or .parquet) instead of dropping them.
     #[arg(short, long)]

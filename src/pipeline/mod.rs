@@ -59,6 +59,20 @@ pub enum EmbeddingMode {
     Mean,
     /// The chunk's text embedded again (texts past the model's window as `long` says).
     Reembed,
+    /// `mean` for an embedding chunker, `reembed` for a baseline.
+    Auto,
+}
+
+impl EmbeddingMode {
+    /// `Auto` resolved for a chunker that has unit vectors (`semantic`) or not.
+    #[must_use]
+    pub fn resolve(self, semantic: bool) -> Self {
+        match self {
+            Self::Auto if semantic => Self::Mean,
+            Self::Auto => Self::Reembed,
+            m => m,
+        }
+    }
 }
 
 /// A document shard: documents whose id hashes to `index` modulo `count`.
@@ -199,6 +213,9 @@ pub struct JobStats {
     pub units: u64,
     /// Examples of skipped documents: location and why (at most 10).
     pub skipped_examples: Vec<String>,
+    /// Examples of documents chunked by sentence packing after a model error: id and why
+    /// (at most 10).
+    pub fallback_examples: Vec<String>,
     /// The chunker's settings line (`Chunker::describe`).
     pub chunker: String,
 }
@@ -284,7 +301,15 @@ pub fn chunk_corpus(
     job: &Job<'_>,
     target: &Target,
 ) -> Result<JobStats> {
-    stages::run(docs, job, target)
+    let mut opts = job.opts.clone();
+    opts.embeddings = opts.embeddings.map(|m| m.resolve(job.chunker.semantic().is_some()));
+    let job = Job {
+        chunker: job.chunker,
+        embedder: job.embedder.clone(),
+        fingerprint: job.fingerprint.clone(),
+        opts,
+    };
+    stages::run(docs, &job, target)
 }
 
 /// A whole corpus job as one value: what the CLI's `seamcut chunk` (and a service or a
@@ -343,8 +368,20 @@ impl CorpusJob {
     /// # Errors
     /// As [`Self::run`].
     pub fn run_on(&self, docs: impl Iterator<Item = Result<Document>> + Send) -> Result<JobStats> {
+        self.run_with(self.spec.build()?.as_ref(), docs)
+    }
+
+    /// [`Self::run_on`] with a chunker the caller built from `self.spec` already (a service
+    /// or a binding that keeps one chunker for many calls).
+    ///
+    /// # Errors
+    /// As [`Self::run`].
+    pub fn run_with(
+        &self,
+        chunker: &dyn Chunker,
+        docs: impl Iterator<Item = Result<Document>> + Send,
+    ) -> Result<JobStats> {
         crate::output::check_meta_fields(&self.read.meta_fields)?;
-        let chunker = self.spec.build()?;
         let embedder = match self.opts.embeddings {
             Some(_) if chunker.semantic().is_none() => Some(self.spec.load_model()?.embedder.clone()),
             _ => None,
@@ -355,7 +392,7 @@ impl CorpusJob {
             let inputs: Vec<Input> = self.inputs.iter().map(|s| Input::parse(s)).collect();
             opts.total_bytes = crate::corpus::total_bytes(&inputs, self.read.format);
         }
-        let job = Job { chunker: chunker.as_ref(), embedder, fingerprint: self.fingerprint(), opts };
+        let job = Job { chunker, embedder, fingerprint: self.fingerprint(), opts };
         chunk_corpus(docs, &job, &self.target)
     }
 }
@@ -369,6 +406,11 @@ pub fn set_threads(n: usize) -> Result<()> {
     if n == 0 {
         return Ok(());
     }
+    // candle's CPU backend sizes its own pool and its matrix products from these variables,
+    // not from rayon's global pool: without them `-j 1` (or one thread per Ray actor) would
+    // still run the encoder on every core. Set once, before any model runs.
+    std::env::set_var("RAYON_NUM_THREADS", n.to_string());
+    std::env::set_var("CANDLE_NUM_THREADS", n.to_string());
     rayon::ThreadPoolBuilder::new()
         .num_threads(n)
         .build_global()

@@ -538,7 +538,11 @@ fn write_batch(
                             "seamcut: warning: {}: {}; chunked by sentence packing",
                             d.id, rec.error
                         ),
-                        ErrorsTo::Stats => {}
+                        ErrorsTo::Stats => {
+                            if stats.fallback_examples.len() < 10 {
+                                stats.fallback_examples.push(format!("{}: {}", d.id, rec.error));
+                            }
+                        }
                     }
                 }
                 continue;

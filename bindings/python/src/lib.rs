@@ -15,7 +15,7 @@ use std::ffi::CStr;
 use std::sync::{Arc, Mutex};
 
 use arrow_array::ffi_stream::{ArrowArrayStreamReader, FFI_ArrowArrayStream};
-use arrow_array::{RecordBatch, RecordBatchIterator};
+use arrow_array::{RecordBatch, RecordBatchIterator, RecordBatchReader};
 use numpy::{PyArray1, PyArrayMethods};
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -40,16 +40,18 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// The library's one-line error as a Python exception: bad settings and input are
 /// `ValueError`, files `OSError`, the rest `RuntimeError`.
 fn py_err(e: Error) -> PyErr {
-    fn class(e: &Error) -> fn(String) -> PyErr {
-        match e {
-            Error::Config(_) | Error::Record { .. } | Error::Binary { .. } => PyValueError::new_err,
-            Error::Io { .. } | Error::Write(_) => PyOSError::new_err,
-            // A document's error that stopped a job (`on_error="raise"`): raised as its own kind.
-            Error::Stopped(inner) | Error::InWalk(inner) => class(inner),
-            _ => PyRuntimeError::new_err,
-        }
-    }
     class(&e)(e.to_string())
+}
+
+/// The exception class of an error (see [`py_err`]).
+fn class(e: &Error) -> fn(String) -> PyErr {
+    match e {
+        Error::Config(_) | Error::Record { .. } | Error::Binary { .. } => PyValueError::new_err,
+        Error::Io { .. } | Error::Write(_) => PyOSError::new_err,
+        // A document's error that stopped a job (`on_error="raise"`): raised as its own kind.
+        Error::Stopped(inner) | Error::InWalk(inner) => class(inner),
+        _ => PyRuntimeError::new_err,
+    }
 }
 
 /// One chunk as the Python side builds its `Chunk` from it:
@@ -66,7 +68,8 @@ struct CharCursor<'a> {
 impl CharCursor<'_> {
     fn to(&mut self, byte: usize) -> usize {
         if byte < self.byte {
-            // Not sorted (only overlapping windows' starts and ends interleave): start over.
+            // Starts and ends each increase (overlapping windows too: a cursor each); should
+            // that ever not hold, count from the start rather than slice backwards.
             self.byte = 0;
             self.chars = 0;
         }
@@ -129,16 +132,11 @@ impl Chunker {
                 .into_iter()
                 .zip(&texts)
                 .enumerate()
-                .map(|(i, (r, text))| match r {
-                    Ok(spans) => Ok(tuples(text, &spans)),
-                    Err(e) => Err(match e {
-                        Error::Config(m) => Error::Config(format!("text {i}: {m}")),
-                        e => Error::Compute(format!("text {i}: {e}")),
-                    }),
-                })
-                .collect::<Result<Vec<_>, Error>>()
+                .map(|(i, (r, text))| r.map(|spans| tuples(text, &spans)).map_err(|e| (i, e)))
+                .collect::<Result<Vec<_>, _>>()
         })
-        .map_err(py_err)
+        // The failing text's index, with its error's exception class.
+        .map_err(|(i, e)| class(&e)(format!("texts[{i}]: {e}")))
     }
 
     /// Chunk the rows of an Arrow stream (anything with `__arrow_c_stream__`) through the
@@ -150,7 +148,7 @@ impl Chunker {
         &self,
         py: Python<'_>,
         data: &Bound<'_, PyAny>,
-        id_column: String,
+        id_column: Option<String>,
         text_column: String,
         meta_columns: Vec<String>,
         embeddings: Option<String>,
@@ -160,9 +158,10 @@ impl Chunker {
             None => None,
             Some("mean") => Some(EmbeddingMode::Mean),
             Some("reembed") => Some(EmbeddingMode::Reembed),
+            Some("auto") => Some(EmbeddingMode::Auto),
             Some(other) => {
                 return Err(PyValueError::new_err(format!(
-                    "embeddings={other:?}: expected None, 'mean' or 'reembed'"
+                    "embeddings={other:?}: expected False, True, 'mean' or 'reembed'"
                 )))
             }
         };
@@ -180,32 +179,37 @@ impl Chunker {
         // PyCapsule interface specifies); from_raw moves it out and marks it released.
         let reader = unsafe { ArrowArrayStreamReader::from_raw(ptr.as_ptr().cast::<FFI_ArrowArrayStream>()) }
             .map_err(|e| PyValueError::new_err(format!("not an Arrow stream: {e}")))?;
+        let read = ReadOptions {
+            id_field: id_column.unwrap_or_default(),
+            text_field: text_column,
+            meta_fields: meta_columns,
+            ..ReadOptions::default()
+        };
+        Documents::check_columns(&reader.schema(), &read).map_err(py_err)?;
         // Read the batches holding the GIL (a stream from Python code may need it); the
         // buffers are shared, not copied.
         let batches: Vec<RecordBatch> = reader
             .collect::<Result<_, _>>()
             .map_err(|e| PyValueError::new_err(format!("cannot read the Arrow stream: {e}")))?;
-        let read = ReadOptions {
-            id_field: id_column,
-            text_field: text_column,
-            meta_fields: meta_columns,
-            ..ReadOptions::default()
-        };
-        let dim = match embeddings {
-            None => None,
-            Some(_) => Some(self.spec.load_model().map_err(py_err)?.embedder.dim()),
-        };
-        let sink = Arc::new(Mutex::new(ArrowSink::new(&read.meta_fields, dim)));
-        let shared: SharedSink = sink.clone();
-        let job = CorpusJob {
-            spec: self.spec.clone(),
-            inputs: Vec::new(),
-            read: read.clone(),
-            opts: JobOptions { embeddings, on_error, ..JobOptions::default() },
-            target: Target::Sink(shared),
-        };
-        let stats = py
-            .detach(|| job.run_on(Documents::from_batches("table", batches.into_iter().map(Ok), read)))
+        let (stats, sink) = py
+            .detach(|| -> Result<_, Error> {
+                // The sink's schema needs the vectors' width before the first chunk.
+                let dim = match embeddings {
+                    None => None,
+                    Some(_) => Some(self.spec.load_model()?.embedder.dim()),
+                };
+                let sink = Arc::new(Mutex::new(ArrowSink::new(&read.meta_fields, dim)));
+                let shared: SharedSink = sink.clone();
+                let job = CorpusJob {
+                    spec: self.spec.clone(),
+                    inputs: Vec::new(),
+                    read: read.clone(),
+                    opts: JobOptions { embeddings, on_error, ..JobOptions::default() },
+                    target: Target::Sink(shared),
+                };
+                let docs = Documents::from_batches("table", batches.into_iter().map(Ok), read);
+                Ok((job.run_with(self.inner.as_ref(), docs)?, sink))
+            })
             .map_err(py_err)?;
         let mut sink = sink.lock().map_err(|_| PyRuntimeError::new_err("the chunk sink is poisoned"))?;
         let schema = sink.schema();
@@ -241,7 +245,8 @@ impl ArrowStream {
     }
 }
 
-/// Embed texts with a model: a float32 array of shape `(len(texts), dim)`, rows L2-normalised.
+/// Embed texts with a model: a float32 array of shape `(len(texts), dim)`, one row per text as
+/// the model's pipeline gives it.
 #[pyfunction]
 #[pyo3(signature = (texts, model, device, dtype))]
 fn embed<'py>(

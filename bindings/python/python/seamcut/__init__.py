@@ -22,7 +22,6 @@ the GIL released; models are loaded once per process.
 from __future__ import annotations
 
 import json
-import os
 import warnings
 from dataclasses import dataclass
 from typing import Any, Iterable, List, Optional, Sequence, Union
@@ -50,7 +49,6 @@ __all__ = [
 
 #: The chunkers, as ``Chunker(chunker=...)`` and ``seamcut chunk --chunker`` name them.
 CHUNKERS = ("fixed", "recursive", "sentence", "paragraph", "maxmin", "minima", "breakpoint", "global")
-_BASELINES = ("fixed", "recursive", "sentence", "paragraph")
 
 
 @dataclass(frozen=True)
@@ -104,9 +102,9 @@ class Chunker:
         self._spec = json.loads(self._native.spec_json())
 
     def __reduce__(self):
-        # Pickles as its spec (Ray and multiprocessing ship chunkers to workers this way);
-        # the model is loaded again, once, in the receiving process.
-        return (_from_spec, (json.dumps(self._spec),))
+        # Pickles as its class and spec (Ray and multiprocessing ship chunkers to workers
+        # this way); the model is loaded again, once, in the receiving process.
+        return (_from_spec, (type(self), json.dumps(self._spec)))
 
     @property
     def spec(self) -> dict:
@@ -143,7 +141,7 @@ class Chunker:
     def chunk_table(
         self,
         data: Any,
-        id_column: str = "id",
+        id_column: Optional[str] = "id",
         text_column: str = "text",
         embeddings: Union[bool, str, None] = False,
         meta_columns: Iterable[str] = (),
@@ -158,9 +156,12 @@ class Chunker:
         ``embeddings``: ``False``; ``"mean"`` (the normalised mean of the chunk's unit
         vectors, embedding chunkers only); ``"reembed"`` (each chunk's text embedded); or
         ``True`` for ``"mean"`` with an embedding chunker and ``"reembed"`` with a baseline.
-        A row without text is skipped with a warning (``on_error="skip"``) or raises
-        ``ValueError`` (``"raise"``). A row without an id gets ``table:ROW``.
-        The data crosses in and out through the Arrow C stream interface, without copies.
+        A missing text, id or metadata column raises ``ValueError``; ``id_column=None``
+        numbers the rows instead (``table:ROW``, from 1). A row whose text is null is skipped
+        with a warning (``on_error="skip"``) or raises ``ValueError`` (``"raise"``); a
+        document whose model pass fails is chunked by sentence packing, with a warning.
+        Tables cross between Python and Rust through the Arrow C stream interface without
+        copies; each text is copied once into a document, each chunk's text into the output.
         """
         import pyarrow as pa
 
@@ -169,7 +170,7 @@ class Chunker:
         if not hasattr(data, "__arrow_c_stream__"):
             raise TypeError(f"expected a pyarrow Table or RecordBatch, not {type(data).__name__}")
         if embeddings is True:
-            embeddings = "reembed" if self.name in _BASELINES else "mean"
+            embeddings = "auto"  # the library's choice: mean if the chunker can, else reembed
         elif embeddings is False:
             embeddings = None
         stream, stats = self._native.chunk_table(
@@ -182,12 +183,21 @@ class Chunker:
                 f"seamcut: skipped {skipped} row(s): " + "; ".join(stats["skipped_examples"]),
                 stacklevel=2,
             )
+        fallbacks = stats["totals"]["fallbacks"]
+        if fallbacks:
+            warnings.warn(
+                f"seamcut: {fallbacks} document(s) chunked by sentence packing after a model error: "
+                + "; ".join(stats["fallback_examples"]),
+                stacklevel=2,
+            )
         return pa.table(stream)
 
 
-def _from_spec(spec: str) -> Chunker:
+def _from_spec(cls: type, spec: str) -> Chunker:
     params = json.loads(spec)
-    return Chunker(params.pop("chunker"), **params)
+    chunker = cls.__new__(cls)
+    Chunker.__init__(chunker, params.pop("chunker"), **params)
+    return chunker
 
 
 def _kind(name: str):
@@ -263,8 +273,8 @@ def embed(texts: Sequence[str], model: str = "default", device: str = "auto", dt
 
 
 def set_num_threads(n: int) -> None:
-    """Use ``n`` threads for seamcut's CPU work in this process (e.g. one per Ray actor's
-    CPUs). Call it before any chunking or embedding: the thread pool is set up once, and a
-    later call raises ``ValueError``."""
-    os.environ["RAYON_NUM_THREADS"] = str(n)
+    """Use ``n`` threads for seamcut's CPU work in this process, the encoder's included
+    (e.g. the CPUs of a Ray actor). Call it before any chunking or embedding: the thread pool
+    is set up once, and a call after it exists raises ``ValueError``. ``0`` keeps the default
+    (one thread per core)."""
     _seamcut.set_num_threads(n)

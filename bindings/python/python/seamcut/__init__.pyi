@@ -1,3 +1,4 @@
+from dataclasses import dataclass
 from typing import Any, Iterable, List, Optional, Sequence, Union, overload
 
 import numpy as np
@@ -7,6 +8,7 @@ import pyarrow as pa
 __version__: str
 CHUNKERS: tuple[str, ...]
 
+@dataclass(frozen=True)
 class Chunk:
     text: str
     start_index: int
@@ -26,22 +28,23 @@ class Chunk:
         sentences: int,
     ) -> None: ...
     def __len__(self) -> int: ...
+    def __str__(self) -> str: ...
 
 class Chunker:
     def __init__(
         self,
         chunker: str = "maxmin",
         *,
-        model: str = ...,
-        max_tokens: int = ...,
-        chunk_size: int = ...,
-        min_tokens: Union[int, str] = ...,
-        overlap: int = ...,
-        sizer: str = ...,
-        device: str = ...,
-        dtype: str = ...,
-        units: str = ...,
-        on_model_error: str = ...,
+        model: Optional[str] = ...,
+        max_tokens: Optional[int] = ...,
+        chunk_size: Optional[int] = ...,
+        min_tokens: Union[int, str, None] = ...,
+        overlap: Optional[int] = ...,
+        sizer: Optional[str] = ...,
+        device: Optional[str] = ...,
+        dtype: Optional[str] = ...,
+        units: Optional[str] = ...,
+        on_model_error: Optional[str] = ...,
         **rule_params: Any,
     ) -> None: ...
     @property
@@ -57,7 +60,7 @@ class Chunker:
     def chunk_table(
         self,
         data: Any,
-        id_column: str = "id",
+        id_column: Optional[str] = "id",
         text_column: str = "text",
         embeddings: Union[bool, str, None] = False,
         meta_columns: Iterable[str] = (),
