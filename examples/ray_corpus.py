@@ -82,6 +82,13 @@ def main(argv=None) -> None:
     a = p.parse_args(argv)
 
     ray.init(address=a.address)
+    cpus = int(ray.cluster_resources().get("CPU", 1))
+    if not a.gpus and a.actors * a.threads >= cpus:
+        # Actors holding every CPU starve Ray Data's read and write tasks: the job would hang.
+        actors = max(1, (cpus - 1) // a.threads)
+        print(f"ray_corpus: {a.actors} actors x {a.threads} threads would hold all {cpus} CPUs; "
+              f"using {actors} actor(s)", flush=True)
+        a.actors = actors
     ds = ray.data.read_json(a.input) if a.jsonl else ray.data.read_parquet(a.input)
     ds = ds.select_columns(["id", "text"])
     params = {"chunker": a.chunker, "model": a.model, "max_tokens": a.max_tokens}

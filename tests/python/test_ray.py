@@ -63,3 +63,12 @@ def test_ray_example_matches_the_cli():
         # The embeddings too, chunk for chunk.
         key = lambda t: {(r["doc_id"], r["index"]): r["embedding"] for r in t.select(["doc_id", "index", "embedding"]).to_pylist()}
         assert key(got) == key(want)
+
+        # The example as the README runs it: its own local cluster, default actor count
+        # (cut to fit the CPUs), the same chunks.
+        script_out = os.path.join(d, "script-out")
+        r = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "ray_corpus.py"), src, script_out,
+                            "--chunker", "maxmin", "--embeddings", "mean"], capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr[-3000:]
+        again = pa.concat_tables([pq.read_table(f) for f in sorted(glob.glob(os.path.join(script_out, "*.parquet")))])
+        assert rows(again) == rows(want) and key(again) == key(want)
