@@ -61,6 +61,8 @@ pub fn paragraph_units(text: &str, segmenter: &Segmenter, sizer: &dyn Sizer, cap
         paragraphs.iter().map(|p| if p.len() > limit { "" } else { p.text(text) }).collect();
     let counts = sizer.count_many(&texts);
     let mut spans = Vec::with_capacity(paragraphs.len());
+    // A paragraph kept whole has its count already; sentences of a split one do not.
+    let mut known = Vec::with_capacity(paragraphs.len());
     let mut sentence_starts = Vec::new();
     let mut sentences = Vec::new();
     for (p, &n) in paragraphs.iter().zip(&counts) {
@@ -69,11 +71,26 @@ pub fn paragraph_units(text: &str, segmenter: &Segmenter, sizer: &dyn Sizer, cap
         sentence_starts.extend(sentences.iter().map(|s| s.start));
         if p.len() <= limit && n <= cap {
             spans.push(*p);
+            known.push(Some(n));
         } else {
             spans.extend_from_slice(&sentences);
+            known.extend(std::iter::repeat_n(None, sentences.len()));
         }
     }
-    let mut units = spans_to_units(text, &covering(&spans, text.len()), sizer, cap);
+    let cover = covering(&spans, text.len());
+    // A covering span is its paragraph plus whitespace: the paragraph's count holds for it
+    // when whitespace adds no tokens (checked, not assumed, for what lies around it).
+    if sizer.whitespace_free() {
+        for ((c, s), k) in cover.iter().zip(&spans).zip(&mut known) {
+            let around = [Span::new(c.start, s.start), Span::new(s.end, c.end)];
+            if around.iter().any(|g| !g.text(text).trim().is_empty()) {
+                *k = None;
+            }
+        }
+    } else {
+        known.iter_mut().for_each(|k| *k = None);
+    }
+    let mut units = counted_spans_to_units(text, &cover, &known, sizer, cap);
     units.sentence_starts = sentence_starts;
     units
 }
@@ -81,9 +98,27 @@ pub fn paragraph_units(text: &str, segmenter: &Segmenter, sizer: &dyn Sizer, cap
 /// Count covering spans and cut those over `cap`.
 #[must_use]
 pub fn spans_to_units(text: &str, cover: &[Span], sizer: &dyn Sizer, cap: usize) -> Units {
+    counted_spans_to_units(text, cover, &vec![None; cover.len()], sizer, cap)
+}
+
+/// [`spans_to_units`] with the counts already known for some spans (`Some`): the others are
+/// counted.
+fn counted_spans_to_units(
+    text: &str,
+    cover: &[Span],
+    known: &[Option<usize>],
+    sizer: &dyn Sizer,
+    cap: usize,
+) -> Units {
     let limit = cap.saturating_mul(BYTES_PER_TOKEN_BOUND);
-    let texts: Vec<&str> = cover.iter().map(|s| if s.len() > limit { "" } else { s.text(text) }).collect();
-    let counts = sizer.count_many(&texts);
+    let todo: Vec<&str> = cover
+        .iter()
+        .zip(known)
+        .filter(|(_, k)| k.is_none())
+        .map(|(s, _)| if s.len() > limit { "" } else { s.text(text) })
+        .collect();
+    let mut fresh = sizer.count_many(&todo).into_iter();
+    let counts: Vec<usize> = known.iter().map(|k| k.unwrap_or_else(|| fresh.next().unwrap_or(0))).collect();
     let mut units = Units {
         spans: Vec::with_capacity(cover.len()),
         tokens: Vec::with_capacity(cover.len()),
@@ -135,5 +170,19 @@ mod tests {
         assert_eq!(u.spans.last().unwrap().end, text.len());
         assert!(u.spans.windows(2).all(|w| w[0].end == w[1].start));
         assert!(u.tokens.iter().all(|&t| t <= 8));
+    }
+
+    #[test]
+    fn reused_paragraph_counts_equal_counting_each_unit_again() {
+        // Whitespace of several kinds around and between paragraphs, a paragraph split into
+        // sentences, one over the byte bound: every unit's count is its own text's.
+        let text = "\u{3000} Lead para one. Two.\n\n\t\nA much longer second paragraph here. It goes on. \
+                    And on and on.\r\n\r\nShort.\n\n   \n\nLast one here.  \n";
+        for cap in [4, 8, 64] {
+            let u = paragraph_units(text, &Segmenter::default(), &WordSizer, cap);
+            let recount: Vec<usize> = u.spans.iter().map(|s| WordSizer.count(s.text(text))).collect();
+            assert_eq!(u.tokens, recount, "cap {cap}");
+            assert_eq!(u.spans.last().unwrap().end, text.len());
+        }
     }
 }

@@ -63,6 +63,11 @@ impl Sizer for HfSizer {
         self.tokenizer.has_fast_path()
     }
 
+    fn whitespace_free(&self) -> bool {
+        // The fast path is BERT WordPiece, whose normaliser turns whitespace into splits.
+        self.tokenizer.has_fast_path()
+    }
+
     fn count(&self, text: &str) -> usize {
         self.tokenizer.count(text)
     }

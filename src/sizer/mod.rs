@@ -40,6 +40,14 @@ pub trait Sizer: Send + Sync + std::fmt::Debug {
         false
     }
 
+    /// Whether whitespace never adds tokens: `count(t) == count(t.trim())`. True for words
+    /// and BERT WordPiece (its normaliser drops whitespace), false for characters and
+    /// byte-level BPE; units then reuse a trimmed span's count for the span with its
+    /// surrounding whitespace instead of counting it again.
+    fn whitespace_free(&self) -> bool {
+        false
+    }
+
     /// Count many texts. The default runs them in parallel with rayon when there are many.
     fn count_many(&self, texts: &[&str]) -> Vec<usize> {
         use rayon::prelude::*;

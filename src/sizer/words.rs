@@ -10,6 +10,10 @@ impl Sizer for WordSizer {
         true
     }
 
+    fn whitespace_free(&self) -> bool {
+        true
+    }
+
     fn count(&self, text: &str) -> usize {
         text.split_whitespace().count()
     }
