@@ -406,15 +406,17 @@ pub fn set_threads(n: usize) -> Result<()> {
     if n == 0 {
         return Ok(());
     }
-    // candle's CPU backend sizes its own pool and its matrix products from these variables,
-    // not from rayon's global pool: without them `-j 1` (or one thread per Ray actor) would
-    // still run the encoder on every core. Set once, before any model runs.
-    std::env::set_var("RAYON_NUM_THREADS", n.to_string());
-    std::env::set_var("CANDLE_NUM_THREADS", n.to_string());
     rayon::ThreadPoolBuilder::new()
         .num_threads(n)
         .build_global()
-        .map_err(|e| Error::Config(format!("cannot set {n} threads: {e}")))
+        .map_err(|e| Error::Config(format!("cannot set {n} threads: {e}")))?;
+    // candle's CPU backend sizes its own pool and its matrix products from these variables,
+    // not from rayon's global pool: without them `-j 1` (or one thread per Ray actor) would
+    // still run the encoder on every core. Set once, before any model runs (the global pool
+    // being new says no work has run yet).
+    std::env::set_var("RAYON_NUM_THREADS", n.to_string());
+    std::env::set_var("CANDLE_NUM_THREADS", n.to_string());
+    Ok(())
 }
 
 /// Write the sentence units the engine uses (trimmed, cut at `cap`), one per line.
