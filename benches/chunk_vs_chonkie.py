@@ -68,7 +68,9 @@ def load_chonkie(model):
     return SemanticChunker(embedding_model=emb, chunk_size=256)
 
 
-def main():
+def setup():
+    """The arguments both side-by-side scripts take, and the environment they run in: every
+    library's thread count set to --threads, the hub offline, MiniLM fetched if missing."""
     ap = argparse.ArgumentParser()
     ap.add_argument("text")
     ap.add_argument("--model", choices=["static", "minilm"], required=True)
@@ -85,6 +87,11 @@ def main():
     warnings.filterwarnings("ignore", category=FutureWarning)
     if a.model == "minilm" and not os.path.exists(os.path.join(MODEL_DIR["minilm"], "model.safetensors")):
         subprocess.run(["bash", os.path.join(ROOT, "models", "fetch-minilm.sh")], check=True)
+    return a
+
+
+def main():
+    a = setup()
     # Imports stay outside the timings (the interpreter and libraries are up; the model is not).
     import chonkie
     if a.model == "minilm":

@@ -15,32 +15,28 @@ its load counts in round 1 only, shown apart) and a second chunk call with the c
 Rounds alternate the two, so a noisy machine affects both alike; the last line gives the
 medians and the ratio (`speedup_warm`: seamcut MB/s over Chonkie MB/s, chunkers loaded).
 """
-import argparse
 import json
 import os
 import statistics
 import sys
 import time
-import warnings
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
-from chunk_vs_chonkie import MODEL_DIR, load_chonkie, read_text  # noqa: E402
+from chunk_vs_chonkie import MODEL_DIR, load_chonkie, read_text, setup  # noqa: E402
+
+
+def timed(make, text):
+    """(load + first chunk seconds, second chunk seconds, chunks) for a chunker `make()` builds."""
+    t0 = time.perf_counter()
+    chunker = make()
+    chunker.chunk(text)
+    t1 = time.perf_counter()
+    chunks = chunker.chunk(text)
+    return t1 - t0, time.perf_counter() - t1, chunks
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("text")
-    ap.add_argument("--model", choices=["static", "minilm"], required=True)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--mb", type=float, default=0)
-    a = ap.parse_args()
-    for var in ["OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "RAYON_NUM_THREADS"]:
-        os.environ[var] = str(a.threads)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
-    warnings.filterwarnings("ignore", category=FutureWarning)
+    a = setup()
     import chonkie
     import seamcut
     seamcut.set_num_threads(a.threads)
@@ -55,22 +51,12 @@ def main():
           f"chonkie {chonkie.__version__}, seamcut {seamcut.__version__}", flush=True)
     s_cold, s_warm, c_cold, c_warm = [], [], [], []
     for r in range(a.rounds):
-        t0 = time.perf_counter()
-        sc = seamcut.Chunker("maxmin", model=model, max_tokens=256)
-        s_chunks = sc.chunk(text)
-        t1 = time.perf_counter()
-        s_chunks = sc.chunk(text)
-        t2 = time.perf_counter()
-        s_cold.append(t1 - t0)
-        s_warm.append(t2 - t1)
-        t0 = time.perf_counter()
-        ck = load_chonkie(a.model)
-        c_chunks = ck.chunk(text)
-        t1 = time.perf_counter()
-        c_chunks = ck.chunk(text)
-        t2 = time.perf_counter()
-        c_cold.append(t1 - t0)
-        c_warm.append(t2 - t1)
+        cold, warm, s_chunks = timed(lambda: seamcut.Chunker("maxmin", model=model, max_tokens=256), text)
+        s_cold.append(cold)
+        s_warm.append(warm)
+        cold, warm, c_chunks = timed(lambda: load_chonkie(a.model), text)
+        c_cold.append(cold)
+        c_warm.append(warm)
         print(f"round {r + 1}: seamcut load+chunk {s_cold[-1]:7.2f} s, chunk {s_warm[-1]:7.2f} s | "
               f"chonkie load+chunk {c_cold[-1]:7.2f} s, chunk {c_warm[-1]:7.2f} s", flush=True)
     assert all(text[c.start_index:c.end_index] == c.text for c in s_chunks)

@@ -61,7 +61,10 @@ pub fn paragraph_units(text: &str, segmenter: &Segmenter, sizer: &dyn Sizer, cap
         paragraphs.iter().map(|p| if p.len() > limit { "" } else { p.text(text) }).collect();
     let counts = sizer.count_many(&texts);
     let mut spans = Vec::with_capacity(paragraphs.len());
-    // A paragraph kept whole has its count already; sentences of a split one do not.
+    // A paragraph kept whole has its count already, and it holds for its covering unit (the
+    // paragraph plus whitespace) when whitespace adds no tokens; sentences of a split
+    // paragraph are counted as units.
+    let reuse = sizer.whitespace_free();
     let mut known = Vec::with_capacity(paragraphs.len());
     let mut sentence_starts = Vec::new();
     let mut sentences = Vec::new();
@@ -71,24 +74,19 @@ pub fn paragraph_units(text: &str, segmenter: &Segmenter, sizer: &dyn Sizer, cap
         sentence_starts.extend(sentences.iter().map(|s| s.start));
         if p.len() <= limit && n <= cap {
             spans.push(*p);
-            known.push(Some(n));
+            known.push(reuse.then_some(n));
         } else {
             spans.extend_from_slice(&sentences);
             known.extend(std::iter::repeat_n(None, sentences.len()));
         }
     }
     let cover = covering(&spans, text.len());
-    // A covering span is its paragraph plus whitespace: the paragraph's count holds for it
-    // when whitespace adds no tokens (checked, not assumed, for what lies around it).
-    if sizer.whitespace_free() {
-        for ((c, s), k) in cover.iter().zip(&spans).zip(&mut known) {
-            let around = [Span::new(c.start, s.start), Span::new(s.end, c.end)];
-            if around.iter().any(|g| !g.text(text).trim().is_empty()) {
-                *k = None;
-            }
+    // What a covering unit adds to its paragraph must be whitespace (checked, not assumed).
+    for ((c, s), k) in cover.iter().zip(&spans).zip(&mut known) {
+        if k.is_some() && !(text[c.start..s.start].trim().is_empty() && text[s.end..c.end].trim().is_empty())
+        {
+            *k = None;
         }
-    } else {
-        known.iter_mut().for_each(|k| *k = None);
     }
     let mut units = counted_spans_to_units(text, &cover, &known, sizer, cap);
     units.sentence_starts = sentence_starts;

@@ -79,10 +79,7 @@ impl BatchBuilder {
     }
 
     /// Append chunk `index` of `doc` (its embedding, `dim` floats, when the schema has one).
-    ///
-    /// # Errors
-    /// If the schema has embeddings and none are given.
-    pub fn append(
+    fn append(
         &mut self,
         doc: &Document,
         meta: &[Option<String>],
@@ -110,7 +107,7 @@ impl BatchBuilder {
     /// Append all of a document's chunks (`embeddings`: `chunks.len() × dim` floats).
     ///
     /// # Errors
-    /// As [`Self::append`].
+    /// If the schema has embeddings and none are given.
     pub fn append_doc(
         &mut self,
         doc: &Document,
@@ -156,8 +153,7 @@ impl BatchBuilder {
 
 /// A document's metadata values as column strings: strings as they are, other JSON values as
 /// JSON text, null as null.
-#[must_use]
-pub fn meta_strings(doc: &Document) -> Vec<Option<String>> {
+fn meta_strings(doc: &Document) -> Vec<Option<String>> {
     doc.meta
         .iter()
         .map(|v| match v {

@@ -91,7 +91,14 @@ class Chunker:
     ``target_tokens`` for global). Unknown names raise ``ValueError`` listing the known ones.
     """
 
-    def __init__(self, chunker: str = "maxmin", **params: Any) -> None:
+    #: The chunker a class builds when ``chunker`` is not given (each subclass its own).
+    _chunker = "maxmin"
+
+    def __init__(self, chunker: Optional[str] = None, **params: Any) -> None:
+        if chunker is None:
+            chunker = self._chunker
+        elif type(self) is not Chunker and chunker != self._chunker:
+            raise ValueError(f"{type(self).__name__} is the {self._chunker!r} chunker, not {chunker!r}")
         if "chunk_size" in params:
             if "max_tokens" in params:
                 raise ValueError("give max_tokens or chunk_size, not both")
@@ -194,65 +201,55 @@ class Chunker:
 
 
 def _from_spec(cls: type, spec: str) -> Chunker:
-    params = json.loads(spec)
-    chunker = cls.__new__(cls)
-    Chunker.__init__(chunker, params.pop("chunker"), **params)
-    return chunker
-
-
-def _kind(name: str):
-    def __init__(self, **params: Any) -> None:
-        Chunker.__init__(self, name, **params)
-
-    return __init__
+    return cls(**json.loads(spec))
 
 
 class MaxMinChunker(Chunker):
     """Max-Min semantic chunking (Kiss, Nagy, Szilagyi 2025): ``Chunker("maxmin", ...)``."""
 
-    __init__ = _kind("maxmin")
+    _chunker = "maxmin"
 
 
 class MinimaChunker(Chunker):
     """Chonkie's SemanticChunker rule (Savitzky-Golay minima): ``Chunker("minima", ...)``."""
 
-    __init__ = _kind("minima")
+    _chunker = "minima"
 
 
 class BreakpointChunker(Chunker):
     """LangChain/LlamaIndex SemanticChunker breakpoints: ``Chunker("breakpoint", ...)``."""
 
-    __init__ = _kind("breakpoint")
+    _chunker = "breakpoint"
 
 
 class GlobalChunker(Chunker):
     """seamcut's global segmentation rule: ``Chunker("global", ...)``."""
 
-    __init__ = _kind("global")
+    _chunker = "global"
 
 
 class TokenChunker(Chunker):
     """Fixed windows of ``max_tokens`` tokens, optionally overlapping: ``Chunker("fixed", ...)``."""
 
-    __init__ = _kind("fixed")
+    _chunker = "fixed"
 
 
 class RecursiveChunker(Chunker):
     """Recursive separators (paragraph, line, sentence, word): ``Chunker("recursive", ...)``."""
 
-    __init__ = _kind("recursive")
+    _chunker = "recursive"
 
 
 class SentenceChunker(Chunker):
     """Sentences packed up to the cap: ``Chunker("sentence", ...)``."""
 
-    __init__ = _kind("sentence")
+    _chunker = "sentence"
 
 
 class ParagraphChunker(Chunker):
     """One chunk per paragraph, long ones packed by sentences: ``Chunker("paragraph", ...)``."""
 
-    __init__ = _kind("paragraph")
+    _chunker = "paragraph"
 
 
 def chunk_table(data: Any, chunker: Optional[Chunker] = None, **kwargs: Any):
