@@ -31,6 +31,10 @@ pub enum Error {
     #[error("embedding failed: {0}")]
     Compute(String),
 
+    /// An LLM request that failed after its retries (one document's).
+    #[error("LLM request failed: {0}")]
+    Llm(String),
+
     #[error("invalid configuration: {0}")]
     Config(String),
 
@@ -65,7 +69,7 @@ impl Error {
     /// explicitly, a writer or the configuration are not.
     #[must_use]
     pub fn is_per_document(&self) -> bool {
-        matches!(self, Self::Record { .. } | Self::InWalk(_) | Self::Compute(_))
+        matches!(self, Self::Record { .. } | Self::InWalk(_) | Self::Compute(_) | Self::Llm(_))
     }
 
     /// A short word for what went wrong, for summaries (`binary`, `utf-8`, `record`, ...).
@@ -78,6 +82,7 @@ impl Error {
             Self::Record { .. } => "bad record",
             Self::Io { .. } => "unreadable",
             Self::Tokenizer { .. } | Self::Model { .. } | Self::Compute(_) => "model",
+            Self::Llm(_) => "LLM",
             Self::Config(_) => "configuration",
             Self::Internal(_) => "internal",
             Self::Write(_) => "write",

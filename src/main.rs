@@ -172,8 +172,18 @@ fn kebab<T: serde::de::DeserializeOwned + Clone + Send + Sync + 'static>(
         .map(|s| serde_json::from_value(serde_json::Value::String(s)).expect("a listed name"))
 }
 
-const CHUNKERS: &[&str] =
-    &["fixed", "recursive", "sentence", "paragraph", "maxmin", "minima", "breakpoint", "global"];
+const CHUNKERS: &[&str] = &[
+    "fixed",
+    "recursive",
+    "sentence",
+    "paragraph",
+    "maxmin",
+    "minima",
+    "breakpoint",
+    "global",
+    "lumber",
+    "lumber-guided",
+];
 
 /// The spec flags every chunking command shares (the chunker and model are per command).
 /// Each is optional: a flag given overrides `--spec FILE`, which overrides the defaults.
@@ -267,6 +277,38 @@ struct SpecArgs {
     /// Global: the mean chunk size to aim for, tokens, or `auto` (3/4 of the cap).
     #[arg(long, help_heading = "Global (dynamic programming)")]
     target_tokens: Option<seamcut::spec::TargetTokens>,
+    /// LLM chunkers: an OpenAI-compatible API's base URL (vLLM, llama.cpp's server, Ollama's
+    /// /v1, a hosted API); without it --llm-model is a GGUF file run in-process.
+    #[arg(long, help_heading = "LLM chunkers (LumberChunker)")]
+    llm_url: Option<String>,
+    /// LLM chunkers: the model name the server knows, or a GGUF file (without --llm-url).
+    #[arg(long, help_heading = "LLM chunkers (LumberChunker)")]
+    llm_model: Option<String>,
+    /// LLM chunkers: the environment variable holding the API key. [default: OPENAI_API_KEY]
+    #[arg(long, help_heading = "LLM chunkers (LumberChunker)")]
+    llm_key_env: Option<String>,
+    /// LLM chunkers: sampling temperature. [default: 0.1, the paper's]
+    #[arg(long, help_heading = "LLM chunkers (LumberChunker)")]
+    llm_temperature: Option<f32>,
+    /// LLM chunkers: requests in flight at once (documents run concurrently). [default: 8]
+    #[arg(long, help_heading = "LLM chunkers (LumberChunker)")]
+    llm_concurrency: Option<usize>,
+    /// LLM chunkers: the answer cache, `auto` (~/.cache/seamcut/llm-answers.jsonl), `none`,
+    /// or a file; a rerun or a resumed job replays its answers from it. [default: auto]
+    #[arg(long, help_heading = "LLM chunkers (LumberChunker)")]
+    llm_cache: Option<String>,
+    /// LLM chunkers: seconds before a request is abandoned and retried. [default: 120]
+    #[arg(long, help_heading = "LLM chunkers (LumberChunker)")]
+    llm_timeout: Option<f64>,
+    /// LLM chunkers: group size θ in tokens. [default: 550, the paper's]
+    #[arg(long, help_heading = "LLM chunkers (LumberChunker)")]
+    theta: Option<usize>,
+    /// lumber-guided: seams proposed per θ tokens. [default: 2]
+    #[arg(long, help_heading = "LLM chunkers (LumberChunker)")]
+    seam_candidates: Option<usize>,
+    /// lumber-guided: θ-sized groups judged per request. [default: 4]
+    #[arg(long, help_heading = "LLM chunkers (LumberChunker)")]
+    seam_groups: Option<usize>,
 }
 
 impl SpecArgs {
@@ -291,7 +333,10 @@ impl SpecArgs {
              filter_window => minima.filter_window, filter_polyorder => minima.filter_polyorder,
              filter_tolerance => minima.filter_tolerance, skip_window => minima.skip_window,
              breakpoint_type => breakpoint.kind, buffer_size => breakpoint.buffer_size,
-             target_tokens => global.target_tokens);
+             target_tokens => global.target_tokens, llm_url => llm.url, llm_model => llm.model,
+             llm_key_env => llm.api_key_env, llm_temperature => llm.temperature,
+             llm_concurrency => llm.concurrency, llm_cache => llm.cache, llm_timeout => llm.timeout_s,
+             theta => lumber.theta, seam_candidates => lumber.candidates, seam_groups => lumber.groups);
         if self.breakpoint_amount.is_some() {
             s.breakpoint.amount = self.breakpoint_amount;
         }

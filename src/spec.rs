@@ -20,9 +20,11 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::chunkers::lumber::{Guide, LumberChunker, LumberParams};
 use crate::chunkers::semantic::{ModelErrorPolicy, Rule, SemanticChunker, Splitter, WindowMode};
 use crate::chunkers::{build as build_baseline, ChunkOptions, Chunker, ChunkerKind};
 use crate::device::{Compute, DeviceSpec, Precision};
+use crate::llm::LlmSpec;
 use crate::rules::breakpoint::{BreakpointParams, ThresholdType};
 use crate::rules::global::GlobalParams;
 use crate::rules::maxmin::MaxMinParams;
@@ -68,7 +70,12 @@ pub struct ChunkerSpec {
     pub minima: MinimaSpec,
     pub breakpoint: BreakpointSpec,
     pub global: GlobalSpec,
-    /// What a document whose model pass fails gets.
+    /// The LLM chunkers' settings (θ, attempts, the guided mode's candidates).
+    pub lumber: LumberParams,
+    /// The LLM the LLM chunkers ask.
+    pub llm: LlmSpec,
+    /// What a document whose model pass fails gets (for the LLM chunkers: whose requests
+    /// fail after their retries).
     pub on_model_error: ModelErrorPolicy,
 }
 
@@ -90,6 +97,8 @@ impl Default for ChunkerSpec {
             minima: MinimaSpec::default(),
             breakpoint: BreakpointSpec::default(),
             global: GlobalSpec::default(),
+            lumber: LumberParams::default(),
+            llm: LlmSpec::default(),
             on_model_error: ModelErrorPolicy::default(),
         }
     }
@@ -215,7 +224,8 @@ impl TargetTokens {
 /// `min_tokens`: a number, or `auto`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum MinTokens {
-    /// A quarter of the cap for the embedding chunkers, 0 for the baselines: embedding rules
+    /// A quarter of the cap for the embedding chunkers, 0 for the baselines and the LLM
+    /// chunkers (an LLM's cut is kept as it is): embedding rules
     /// leave one-unit chunks (headings, asides) that rank well on a word or two and crowd
     /// out the real answer; on the retrieval benchmark Max–Min without a minimum stayed well
     /// below size-matched recursive splitting (benches/RESULTS.md). Baselines keep what
@@ -231,7 +241,7 @@ impl MinTokens {
     pub fn resolve(self, chunker: ChunkerKind, max_tokens: usize) -> usize {
         match self {
             Self::Fixed(n) => n,
-            Self::Auto if !chunker.is_baseline() => max_tokens / 4,
+            Self::Auto if !chunker.is_baseline() && !chunker.is_llm() => max_tokens / 4,
             Self::Auto => 0,
         }
     }
@@ -337,6 +347,7 @@ impl ChunkerSpec {
             ChunkerKind::Minima => Some("minima"),
             ChunkerKind::Breakpoint => Some("breakpoint"),
             ChunkerKind::Global => Some("global"),
+            ChunkerKind::Lumber | ChunkerKind::LumberGuided => Some("lumber"),
             _ => None,
         };
         let own_fields: Vec<String> = own
@@ -423,6 +434,9 @@ impl ChunkerSpec {
             return Err(Error::Config("--overlap is only supported by the fixed chunker".into()));
         }
         opts.validate(self.chunker)?;
+        if self.chunker.is_llm() {
+            return self.build_llm(opts);
+        }
         let model = self.load_model()?;
         let sizer: Arc<dyn Sizer> = if self.sizer == "default" {
             Arc::new(HfSizer::from_text_tokenizer(model.embedder.tokenizer().clone(), "model"))
@@ -440,6 +454,30 @@ impl ChunkerSpec {
                 .with_splitter(splitter)
                 .with_model_error_policy(self.on_model_error)
                 .with_description(format!("{} on {}{calibration}", self.chunker, model.embedder.describe())),
+        ))
+    }
+
+    fn build_llm(&self, opts: ChunkOptions) -> Result<Box<dyn Chunker>> {
+        let l = &self.lumber;
+        if l.theta == 0 || l.attempts == 0 || l.candidates == 0 || l.groups == 0 {
+            return Err(Error::Config("lumber: theta, attempts, candidates and groups must be > 0".into()));
+        }
+        let compute = self.compute()?;
+        let llm = self.llm.build(&compute)?;
+        let (sizer, guide): (Arc<dyn Sizer>, _) = if self.chunker == ChunkerKind::LumberGuided {
+            let model = self.load_model()?;
+            let sizer: Arc<dyn Sizer> = if self.sizer == "default" {
+                Arc::new(HfSizer::from_text_tokenizer(model.embedder.tokenizer().clone(), "model"))
+            } else {
+                SizerSpec::parse(&self.sizer).build()?
+            };
+            let guide = Guide { embedder: model.embedder.clone(), compute, embed_opts: Default::default() };
+            (sizer, Some(guide))
+        } else {
+            (SizerSpec::parse(&self.sizer).build()?, None)
+        };
+        Ok(Box::new(
+            LumberChunker::new(llm, sizer, opts, *l, guide).with_model_error_policy(self.on_model_error),
         ))
     }
 

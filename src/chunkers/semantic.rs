@@ -143,6 +143,47 @@ pub fn unit_texts<'t>(text: &'t str, units: &Units) -> Vec<&'t str> {
     units.spans.iter().map(|s| trim(text, *s).text(text)).collect()
 }
 
+/// Chunks from chunk starts over `units`, with exact token counts: the sum of a chunk's
+/// units' counts where the sizer adds up across the chunk's unit boundaries (each right
+/// after whitespace), else its text counted again; a chunk counted over `cap` is split again
+/// at its weakest seam (`seam[i]`: the similarity of units `i − 1` and `i`; lowest first).
+#[must_use]
+pub fn exact_chunks(
+    text: &str,
+    units: &Units,
+    starts: &[usize],
+    seam: &[f32],
+    sizer: &dyn Sizer,
+    cap: usize,
+) -> SemanticChunks {
+    let n = units.len();
+    let additive = sizer.additive_at_whitespace();
+    let after_space = |pos: usize| text[..pos].chars().next_back().is_some_and(char::is_whitespace);
+    let mut out = SemanticChunks::default();
+    let mut stack: Vec<(usize, usize)> =
+        starts.iter().enumerate().rev().map(|(k, &s)| (s, starts.get(k + 1).copied().unwrap_or(n))).collect();
+    while let Some((a, b)) = stack.pop() {
+        let (start, end) = (units.spans[a].start, units.spans[b - 1].end);
+        let tokens = if b - a == 1 {
+            units.tokens[a]
+        } else if additive && (a + 1..b).all(|k| after_space(units.spans[k].start)) {
+            units.tokens[a..b].iter().sum()
+        } else {
+            sizer.count(&text[start..end])
+        };
+        if tokens > cap && b - a > 1 {
+            let cut = (a + 1..b).min_by(|&x, &y| seam[x].total_cmp(&seam[y])).unwrap_or(a + 1);
+            stack.push((cut, b));
+            stack.push((a, cut));
+            continue;
+        }
+        out.spans.push(ChunkSpan { start, end, tokens, sentences: 0 });
+        out.unit_ranges.push(a..b);
+    }
+    fill_sentence_counts(&mut out.spans, &units.sentence_starts);
+    out
+}
+
 impl SemanticChunker {
     #[must_use]
     pub fn new(
@@ -365,38 +406,7 @@ impl SemanticChunker {
         let starts = self.starts(&unit_texts, &units.tokens, vectors, &band)?;
         let seam: Vec<f32> = (0..n).map(|i| if i == 0 { 0.0 } else { band.sim(i, i - 1) }).collect();
         let starts = sizing::size(&starts, &units.tokens, &seam, self.opts.max_tokens, self.opts.min_tokens);
-        // Exact counts of each chunk's text: the sum of its units' where the sizer adds up
-        // across the chunk's unit boundaries (each right after whitespace), else the text
-        // counted again; a chunk counted over the cap is split at its weakest seam again.
-        let additive = self.sizer.additive_at_whitespace();
-        let after_space = |pos: usize| text[..pos].chars().next_back().is_some_and(char::is_whitespace);
-        let mut out = SemanticChunks::default();
-        let mut stack: Vec<(usize, usize)> = starts
-            .iter()
-            .enumerate()
-            .rev()
-            .map(|(k, &s)| (s, starts.get(k + 1).copied().unwrap_or(n)))
-            .collect();
-        while let Some((a, b)) = stack.pop() {
-            let (start, end) = (units.spans[a].start, units.spans[b - 1].end);
-            let tokens = if b - a == 1 {
-                units.tokens[a]
-            } else if additive && (a + 1..b).all(|k| after_space(units.spans[k].start)) {
-                units.tokens[a..b].iter().sum()
-            } else {
-                self.sizer.count(&text[start..end])
-            };
-            if tokens > cap && b - a > 1 {
-                let cut = (a + 1..b).min_by(|&x, &y| seam[x].total_cmp(&seam[y])).unwrap_or(a + 1);
-                stack.push((cut, b));
-                stack.push((a, cut));
-                continue;
-            }
-            out.spans.push(ChunkSpan { start, end, tokens, sentences: 0 });
-            out.unit_ranges.push(a..b);
-        }
-        fill_sentence_counts(&mut out.spans, &units.sentence_starts);
-        Ok(out)
+        Ok(exact_chunks(text, units, &starts, &seam, self.sizer.as_ref(), cap))
     }
 
     /// The chunks a document gets when its model pass failed with `err`: sentence packing

@@ -218,6 +218,8 @@ pub struct JobStats {
     pub fallback_examples: Vec<String>,
     /// The chunker's settings line (`Chunker::describe`).
     pub chunker: String,
+    /// What this job's LLM requests cost (LLM chunkers).
+    pub llm: Option<crate::llm::LlmCost>,
 }
 
 impl JobStats {
@@ -262,6 +264,17 @@ impl JobStats {
         }
         if !self.chunker.is_empty() {
             s.push_str(&format!("; {}", self.chunker));
+        }
+        if let Some(c) = &self.llm {
+            s.push_str(&format!("; {}", c.summary()));
+            if t.bytes > 0 {
+                let per_mb = |x: u64| x as f64 / mb;
+                s.push_str(&format!(
+                    " ({:.0} requests and {:.0} prompt tokens per MB)",
+                    per_mb(c.requests()),
+                    per_mb(c.prompt_tokens + c.cached_prompt_tokens)
+                ));
+            }
         }
         s
     }

@@ -139,6 +139,7 @@ pub(super) fn run(
     };
     let progress = progress_bar(opts.progress, opts.total_bytes);
     let mut stats = JobStats { chunker: job.chunker.describe(), ..JobStats::default() };
+    let llm_before = job.chunker.llm_cost();
 
     let result = std::thread::scope(|s| -> Result<()> {
         let reader = s.spawn(move || read(docs, opts, if done { u64::MAX } else { skip }, &tx_read));
@@ -227,6 +228,7 @@ pub(super) fn run(
     stats.totals = totals;
     stats.seconds = t0.elapsed().as_secs_f64();
     stats.peak_rss = peak_rss();
+    stats.llm = job.chunker.llm_cost().zip(llm_before).map(|(now, before)| now.since(&before));
     Ok(stats)
 }
 
