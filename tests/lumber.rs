@@ -302,3 +302,80 @@ fn a_real_local_model_in_process_and_behind_a_local_server() {
     let h = llm.cost();
     assert_eq!((h.calls, h.prompt_tokens), (1, c.prompt_tokens), "{h:?}");
 }
+
+/// Stands in for an LLM to count what a book costs in requests and prompt tokens (counted
+/// with Gemma's tokenizer under its chat template): the paper's loop is answered with the
+/// group's last paragraph (`last`, chunks near the paper's mean size) or its middle one; the
+/// guided mode with its first candidate (its requests do not depend on the answers).
+struct Costing {
+    chat: seamcut::llm::gguf::GgufChat,
+    last: bool,
+}
+
+impl LlmBackend for Costing {
+    fn complete(&self, req: &ChatRequest) -> seamcut::Result<Reply> {
+        let user = &req.messages[1].content;
+        let text = match user.split_once("\nDocument:\n") {
+            Some((_, lines)) => {
+                let ids: Vec<usize> = lines
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("ID ")?.split(':').next()?.parse().ok())
+                    .collect();
+                let (a, b) = (ids[0], ids[ids.len() - 1] + 1);
+                format!("Answer: ID {}", if self.last { b - 1 } else { a + (b - a) / 2 })
+            }
+            None => "Answer: SEAM 1".into(),
+        };
+        let prompt_tokens = self.chat.prompt_ids(req).len() as u64;
+        Ok(Reply { text, prompt_tokens, completion_tokens: 6 })
+    }
+    fn id(&self) -> String {
+        "costing".into()
+    }
+    fn concurrency(&self) -> usize {
+        2
+    }
+}
+
+/// `SEAMCUT_BOOK=/path/book.txt cargo test --release --test lumber -- --ignored --nocapture`
+#[test]
+#[ignore = "a measurement: needs SEAMCUT_BOOK"]
+fn measure_requests_and_prompt_tokens_per_mode_on_a_book() {
+    let book = std::fs::read_to_string(std::env::var("SEAMCUT_BOOK").unwrap()).unwrap();
+    let model = seamcut::models::load_shared("default", &Compute::cpu()).unwrap();
+    let sizer = seamcut::sizer::SizerSpec::parse("default").build().unwrap();
+    let mb = book.len() as f64 / 1e6;
+    for (mode, last) in [
+        ("lumber, answers: last paragraph", true),
+        ("lumber, answers: middle", false),
+        ("lumber-guided", true),
+    ] {
+        let chat = seamcut::llm::gguf::GgufChat::load(&gemma(), &candle_core::Device::Cpu).unwrap();
+        let llm = Arc::new(LlmClient::new(Box::new(Costing { chat, last }), None, &LlmSpec::default()));
+        let guide = mode.ends_with("guided").then(|| Guide {
+            embedder: model.embedder.clone(),
+            compute: Compute::cpu(),
+            embed_opts: Default::default(),
+        });
+        let c = LumberChunker::new(
+            llm.clone(),
+            sizer.clone(),
+            ChunkOptions::new(0),
+            LumberParams::default(),
+            guide,
+        );
+        let chunks = c.chunk(&book).unwrap();
+        verify(&book, &chunks, false).unwrap();
+        let cost = llm.cost();
+        let mean = chunks.iter().map(|c| c.tokens).sum::<usize>() as f64 / chunks.len() as f64;
+        println!(
+            "{mode}: {:.3} MB, {} chunks (mean {mean:.0} tokens), {} requests ({:.0}/MB), {} prompt tokens ({:.0}/MB)",
+            mb,
+            chunks.len(),
+            cost.calls,
+            cost.calls as f64 / mb,
+            cost.prompt_tokens,
+            cost.prompt_tokens as f64 / mb
+        );
+    }
+}
