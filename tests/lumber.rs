@@ -379,3 +379,46 @@ fn measure_requests_and_prompt_tokens_per_mode_on_a_book() {
         );
     }
 }
+
+#[test]
+fn the_cli_runs_lumber_as_a_corpus_job_and_reports_its_cost() {
+    let server = serve(|_, _| answer("Answer: ID 1"));
+    let dir = tempfile::tempdir().unwrap();
+    let docs = dir.path().join("docs");
+    std::fs::create_dir(&docs).unwrap();
+    for k in 0..3 {
+        std::fs::write(docs.join(format!("d{k}.txt")), doc(4 + k)).unwrap();
+    }
+    let cache = dir.path().join("answers.jsonl");
+    let run = |out: &str| {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_seamcut"))
+            .args([
+                "chunk",
+                "--chunker",
+                "lumber",
+                "--llm-url",
+                &server.url,
+                "--llm-model",
+                "m",
+                "--theta",
+                "60",
+            ])
+            .arg("--llm-cache")
+            .arg(&cache)
+            .arg("-o")
+            .arg(dir.path().join(out))
+            .arg(&docs)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let first = run("a.jsonl");
+    assert!(first.contains("lumber (θ 60) on m") && first.contains("cache hits"), "{first}");
+    assert!(!first.contains("LLM: 0 calls"), "{first}");
+    let second = run("b.jsonl");
+    assert!(second.contains("LLM: 0 calls"), "{second}");
+    let a = std::fs::read(dir.path().join("a.jsonl")).unwrap();
+    assert_eq!(a, std::fs::read(dir.path().join("b.jsonl")).unwrap());
+    assert!(String::from_utf8_lossy(&a).lines().count() >= 6);
+}
