@@ -114,14 +114,25 @@ impl GgufChat {
         &self.tokenizer
     }
 
-    fn generate(&self, req: &ChatRequest) -> candle_core::Result<Reply> {
-        let prompt = self.prompt_ids(req);
+    /// Continue `text` (BOS, then the text; no chat template): what a base model, such as
+    /// the tests' Gemma 3 270M, is trained for.
+    ///
+    /// # Errors
+    /// [`Error::Llm`] when the model fails.
+    pub fn continue_text(&self, text: &str, max_new: u32) -> Result<Reply> {
+        let mut ids = vec![self.bos];
+        ids.extend(self.tokenizer.encode(text));
+        let req = ChatRequest { messages: Vec::new(), temperature: 0.0, max_tokens: Some(max_new), seed: 0 };
+        self.generate(&ids, &req).map_err(|e| Error::Llm(format!("{}: {e}", self.id)))
+    }
+
+    fn generate(&self, prompt: &[u32], req: &ChatRequest) -> candle_core::Result<Reply> {
         let mut model = self.weights.clone();
         let temperature = (req.temperature > 0.0).then_some(f64::from(req.temperature));
         let mut sampler = LogitsProcessor::new(req.seed, temperature, None);
         let max_new = req.max_tokens.unwrap_or(DEFAULT_MAX_NEW_TOKENS) as usize;
         let mut out: Vec<u32> = Vec::new();
-        let input = Tensor::new(prompt.as_slice(), &self.device)?.unsqueeze(0)?;
+        let input = Tensor::new(prompt, &self.device)?.unsqueeze(0)?;
         let mut logits = model.forward(&input, 0)?;
         let mut pos = prompt.len();
         while out.len() < max_new {
@@ -144,7 +155,7 @@ impl GgufChat {
 
 impl LlmBackend for GgufChat {
     fn complete(&self, req: &ChatRequest) -> Result<Reply> {
-        self.generate(req).map_err(|e| {
+        self.generate(&self.prompt_ids(req), req).map_err(|e| {
             Error::Llm(format!("{}: {}", self.id, e.to_string().lines().next().unwrap_or_default()))
         })
     }
