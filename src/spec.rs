@@ -438,11 +438,7 @@ impl ChunkerSpec {
             return self.build_llm(opts);
         }
         let model = self.load_model()?;
-        let sizer: Arc<dyn Sizer> = if self.sizer == "default" {
-            Arc::new(HfSizer::from_text_tokenizer(model.embedder.tokenizer().clone(), "model"))
-        } else {
-            SizerSpec::parse(&self.sizer).build()?
-        };
+        let sizer = self.model_sizer(&model)?;
         let (rule, calibration) = self.rule(&model)?;
         let splitter = match self.units {
             UnitKind::Segmenter => Splitter::Segmenter,
@@ -457,6 +453,16 @@ impl ChunkerSpec {
         ))
     }
 
+    /// What counts tokens for a chunker with `model`: the model's tokenizer unless `sizer`
+    /// names another.
+    fn model_sizer(&self, model: &crate::models::Model) -> Result<Arc<dyn Sizer>> {
+        if self.sizer == "default" {
+            Ok(Arc::new(HfSizer::from_text_tokenizer(model.embedder.tokenizer().clone(), "model")))
+        } else {
+            SizerSpec::parse(&self.sizer).build()
+        }
+    }
+
     fn build_llm(&self, opts: ChunkOptions) -> Result<Box<dyn Chunker>> {
         let l = &self.lumber;
         if l.theta == 0 || l.attempts == 0 || l.candidates == 0 || l.groups == 0 {
@@ -466,11 +472,7 @@ impl ChunkerSpec {
         let llm = self.llm.build(&compute)?;
         let (sizer, guide): (Arc<dyn Sizer>, _) = if self.chunker == ChunkerKind::LumberGuided {
             let model = self.load_model()?;
-            let sizer: Arc<dyn Sizer> = if self.sizer == "default" {
-                Arc::new(HfSizer::from_text_tokenizer(model.embedder.tokenizer().clone(), "model"))
-            } else {
-                SizerSpec::parse(&self.sizer).build()?
-            };
+            let sizer = self.model_sizer(&model)?;
             let guide = Guide { embedder: model.embedder.clone(), compute, embed_opts: Default::default() };
             (sizer, Some(guide))
         } else {

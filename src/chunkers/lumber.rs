@@ -39,7 +39,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
-use super::semantic::{exact_chunks, unit_texts, ModelErrorPolicy};
+use super::semantic::{exact_chunks, unit_texts, unit_window, ModelErrorPolicy};
 use super::units::{paragraph_units, Units};
 use super::{ChunkOptions, Chunker};
 use crate::chunk::ChunkSpan;
@@ -162,10 +162,7 @@ impl LumberChunker {
     }
 
     fn units(&self, text: &str) -> Units {
-        let window = self.guide.as_ref().map_or(usize::MAX, |g| {
-            let (pre, post) = g.embedder.special_ids();
-            g.embedder.max_tokens().map_or(usize::MAX, |m| m.saturating_sub(pre.len() + post.len()).max(1))
-        });
+        let window = self.guide.as_ref().map_or(usize::MAX, |g| unit_window(g.embedder.as_ref()));
         paragraph_units(text, &self.segmenter, self.sizer.as_ref(), self.opts.cap().min(window))
     }
 
@@ -194,16 +191,6 @@ impl LumberChunker {
             }
         };
         Ok(exact_chunks(text, units, &starts, &seam, self.sizer.as_ref(), self.opts.cap()).spans)
-    }
-
-    fn fallback(&self, text: &str, err: crate::Error) -> Result<Vec<ChunkSpan>> {
-        match self.policy {
-            ModelErrorPolicy::Fail => Err(err),
-            ModelErrorPolicy::Sentence => {
-                self.fallbacks.fetch_add(1, Ordering::Relaxed);
-                Ok(super::sentence::SentenceChunker::new(self.sizer.clone(), self.opts).spans(text))
-            }
-        }
     }
 
     fn embed(&self, all: &[&str]) -> Result<Vec<f32>> {
@@ -262,7 +249,7 @@ impl Chunker for LumberChunker {
                 Ok(_) => self.chunk_units(texts[i], &units[i], None),
                 Err(e) => Err(crate::Error::Compute(e.to_string())),
             };
-            let r = r.or_else(|e| self.fallback(texts[i], e));
+            let r = r.or_else(|e| self.policy.apply(texts[i], e, &self.sizer, self.opts, &self.fallbacks));
             if let Ok(mut res) = results.lock() {
                 res[i] = Some(r);
             }

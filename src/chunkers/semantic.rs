@@ -50,6 +50,38 @@ pub enum ModelErrorPolicy {
     Fail,
 }
 
+impl ModelErrorPolicy {
+    /// What a document whose model pass failed with `err` gets: sentence packing under the
+    /// chunker's sizer and options (counted in `fallbacks`), or the error back.
+    ///
+    /// # Errors
+    /// `err`, under [`ModelErrorPolicy::Fail`].
+    pub fn apply(
+        self,
+        text: &str,
+        err: crate::Error,
+        sizer: &Arc<dyn Sizer>,
+        opts: ChunkOptions,
+        fallbacks: &std::sync::atomic::AtomicU64,
+    ) -> crate::Result<Vec<ChunkSpan>> {
+        match self {
+            Self::Fail => Err(err),
+            Self::Sentence => {
+                fallbacks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                Ok(super::sentence::SentenceChunker::new(sizer.clone(), opts).spans(text))
+            }
+        }
+    }
+}
+
+/// The most tokens a unit may have to fit `embedder`'s window with its special tokens
+/// (`usize::MAX` when the model has no limit).
+#[must_use]
+pub fn unit_window(embedder: &dyn Embedder) -> usize {
+    let (pre, post) = embedder.special_ids();
+    embedder.max_tokens().map_or(usize::MAX, |m| m.saturating_sub(pre.len() + post.len()).max(1))
+}
+
 /// A boundary rule and its parameters.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Rule {
@@ -337,11 +369,7 @@ impl SemanticChunker {
     #[must_use]
     pub fn units(&self, text: &str) -> Units {
         let cap = self.opts.cap();
-        let (pre, post) = self.embedder.special_ids();
-        let window = self
-            .embedder
-            .max_tokens()
-            .map_or(usize::MAX, |m| m.saturating_sub(pre.len() + post.len()).max(1));
+        let window = unit_window(self.embedder.as_ref());
         match self.splitter {
             Splitter::Segmenter => {
                 sentence_units(text, &self.segmenter, self.sizer.as_ref(), cap.min(window))
@@ -416,13 +444,7 @@ impl SemanticChunker {
     /// # Errors
     /// `err`, under [`ModelErrorPolicy::Fail`].
     pub fn fallback(&self, text: &str, err: crate::Error) -> crate::Result<Vec<ChunkSpan>> {
-        match self.policy {
-            ModelErrorPolicy::Fail => Err(err),
-            ModelErrorPolicy::Sentence => {
-                self.fallbacks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                Ok(super::sentence::SentenceChunker::new(self.sizer.clone(), self.opts).spans(text))
-            }
-        }
+        self.policy.apply(text, err, &self.sizer, self.opts, &self.fallbacks)
     }
 
     /// Chunk many documents with one embedding pass: the units of all of them are
