@@ -81,6 +81,9 @@ pub struct Report {
     pub tokens_per_s: f64,
     pub chunks: u64,
     pub stages: crate::pipeline::StageSeconds,
+    /// Share of the job's wall time the device stage was not busy (embedding, bands): what a
+    /// GPU waits for the CPU stages.
+    pub device_idle: f64,
     pub peak_rss_mb: f64,
     pub threads: usize,
 }
@@ -101,6 +104,7 @@ impl Report {
             tokens_per_s: s.totals.tokens as f64 / secs,
             chunks: s.totals.chunks,
             stages: s.stages,
+            device_idle: (1.0 - s.stages.device / secs).clamp(0.0, 1.0),
             peak_rss_mb: s.peak_rss as f64 / f64::from(1 << 20),
             threads: rayon::current_num_threads(),
         }
@@ -111,10 +115,10 @@ impl Report {
     pub fn table(&self) -> String {
         let st = &self.stages;
         format!(
-            "| measure | value |\n|---|---|\n| chunker | {} |\n| documents | {} |\n| MB | {:.1} |\n| seconds | {:.2} |\n| MB/s | {:.2} |\n| documents/s | {:.1} |\n| units/s | {:.0} |\n| tokens/s | {:.0} |\n| chunks | {} |\n| busy s: read / prepare / device / finish / write | {:.2} / {:.2} / {:.2} / {:.2} / {:.2} |\n| peak RSS MB | {:.0} |\n| threads | {} |",
+            "| measure | value |\n|---|---|\n| chunker | {} |\n| documents | {} |\n| MB | {:.1} |\n| seconds | {:.2} |\n| MB/s | {:.2} |\n| documents/s | {:.1} |\n| units/s | {:.0} |\n| tokens/s | {:.0} |\n| chunks | {} |\n| busy s: read / prepare / device / finish / write | {:.2} / {:.2} / {:.2} / {:.2} / {:.2} |\n| of device: bands | {:.2} |\n| device idle | {:.1}% |\n| peak RSS MB | {:.0} |\n| threads | {} |",
             self.chunker, self.documents, self.megabytes, self.seconds, self.mb_per_s, self.documents_per_s,
             self.units_per_s, self.tokens_per_s, self.chunks, st.read, st.prepare, st.device, st.finish, st.write,
-            self.peak_rss_mb, self.threads
+            st.band, 100.0 * self.device_idle, self.peak_rss_mb, self.threads
         )
     }
 }

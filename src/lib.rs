@@ -15,6 +15,7 @@ pub mod distill;
 pub mod embed;
 pub mod error;
 pub mod eval;
+pub mod kernels;
 pub mod llm;
 pub mod models;
 pub mod npy;

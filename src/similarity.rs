@@ -28,6 +28,37 @@ pub fn band(vectors: &[f32], dim: usize, width: usize, compute: &Compute) -> Res
     band_blocked(vectors, dim, width, compute)
 }
 
+/// The bands of many documents at once from their unit vectors on the device (`[rows, dim]`,
+/// document `d` being rows `offsets[d]..offsets[d+1]`), one kernel launch for all
+/// ([`crate::kernels::band_many`]); only `rows × max(widths)` floats come back to the host,
+/// cut to each document's own width.
+///
+/// # Errors
+/// If the offsets and widths do not match, or the device fails.
+pub fn bands_many(vectors: &Tensor, offsets: &[usize], widths: &[usize]) -> Result<Vec<Band>> {
+    if widths.len() + 1 != offsets.len() {
+        return Err(crate::Error::Internal(format!(
+            "{} widths for {} documents",
+            widths.len(),
+            offsets.len().saturating_sub(1)
+        )));
+    }
+    let wmax = widths.iter().copied().max().unwrap_or(1).max(1);
+    let flat = crate::kernels::band_many(vectors, offsets, wmax)?.flatten_all()?.to_vec1::<f32>()?;
+    Ok(offsets
+        .windows(2)
+        .zip(widths)
+        .map(|(w, &width)| {
+            let width = width.max(1);
+            let mut data = Vec::with_capacity((w[1] - w[0]) * width);
+            for r in w[0]..w[1] {
+                data.extend_from_slice(&flat[r * wmax..r * wmax + width]);
+            }
+            Band::from_parts(w[1] - w[0], width, data)
+        })
+        .collect())
+}
+
 /// The band by blocked matrix products on the compute device (GPU backends).
 fn band_blocked(vectors: &[f32], dim: usize, width: usize, compute: &Compute) -> Result<Band> {
     let n = vectors.len().checked_div(dim).unwrap_or(0);

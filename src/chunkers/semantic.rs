@@ -12,6 +12,7 @@ use std::sync::Arc;
 use super::pack::fill_sentence_counts;
 use super::units::{paragraph_units, sentence_units, spans_to_units, Units};
 use super::{ChunkOptions, Chunker};
+use crate::band::Band;
 use crate::chunk::ChunkSpan;
 use crate::device::Compute;
 use crate::embed::{embed_texts, EmbedOptions, Embedder};
@@ -160,6 +161,7 @@ pub struct SemanticChunker {
     policy: ModelErrorPolicy,
     description: String,
     fallbacks: std::sync::atomic::AtomicU64,
+    device_bands: bool,
 }
 
 /// The chunks of one document and, for each, the range of units it groups.
@@ -229,7 +231,6 @@ impl SemanticChunker {
         Self {
             embedder,
             sizer,
-            compute,
             rule,
             opts,
             segmenter: Segmenter::default(),
@@ -238,7 +239,27 @@ impl SemanticChunker {
             policy: ModelErrorPolicy::default(),
             description,
             fallbacks: std::sync::atomic::AtomicU64::new(0),
+            device_bands: !compute.device.is_cpu(),
+            compute,
         }
+    }
+
+    /// Whether rules that read only the band (Max–Min, global) get it from the device: the
+    /// unit vectors stay where the model computed them, the bands of all documents of a batch
+    /// come from one kernel launch, and only they are copied back. On by default on a GPU, off
+    /// on the CPU (where the host code is faster); turned on for a CPU model it runs the same
+    /// path through the kernels' CPU references, which is how it is tested without a GPU.
+    #[must_use]
+    pub fn with_device_bands(mut self, on: bool) -> Self {
+        self.device_bands = on;
+        self
+    }
+
+    /// Does this chunker take its bands from the device ([`Self::with_device_bands`], and a rule
+    /// that reads nothing but the band)?
+    #[must_use]
+    pub fn uses_device_bands(&self) -> bool {
+        self.device_bands && matches!(self.rule, Rule::MaxMin(_) | Rule::Global(_))
     }
 
     /// Choose the sentence splitter.
@@ -407,7 +428,6 @@ impl SemanticChunker {
         units: &Units,
         vectors: &[f32],
     ) -> crate::Result<SemanticChunks> {
-        let cap = self.opts.cap();
         let n = units.len();
         if vectors.len() != n * self.embedder.dim() {
             return Err(crate::Error::Config(format!(
@@ -419,19 +439,93 @@ impl SemanticChunker {
         if n == 0 {
             return Ok(SemanticChunks::default());
         }
-        let unit_texts = unit_texts(text, units);
-        // Max–Min and the global rule compare a unit with the rest of its chunk: the band
-        // needs no more width than the most units a chunk can hold under the cap (with
-        // paragraph units and a 256 cap, a few dozen rather than 256: a quarter of the
-        // model-free time of a Max–Min job went into band products past any chunk).
-        let width = match self.rule {
-            Rule::MaxMin(_) | Rule::Global(_) => {
-                MAX_CHUNK_SENTENCES.min(n.max(1)).min(sizing::max_units(&units.tokens, self.opts.max_tokens))
-            }
+        let band = similarity::band(vectors, self.embedder.dim(), self.band_width(units), &self.compute)?;
+        self.chunks_from_band(text, units, vectors, &band)
+    }
+
+    /// The look-back the band of `units` needs: Max–Min and the global rule compare a unit with
+    /// the rest of its chunk, so no more width than the most units a chunk can hold under the
+    /// cap (with paragraph units and a 256 cap, a few dozen rather than 256: a quarter of the
+    /// model-free time of a Max–Min job went into band products past any chunk); the other
+    /// rules read adjacent units only.
+    #[must_use]
+    pub fn band_width(&self, units: &Units) -> usize {
+        match self.rule {
+            Rule::MaxMin(_) | Rule::Global(_) => MAX_CHUNK_SENTENCES
+                .min(units.len().max(1))
+                .min(sizing::max_units(&units.tokens, self.opts.max_tokens))
+                .max(1),
             _ => 1,
-        };
-        let band = similarity::band(vectors, self.embedder.dim(), width, &self.compute)?;
-        let starts = self.starts(&unit_texts, &units.tokens, vectors, &band)?;
+        }
+    }
+
+    /// Stage 4 from a band computed elsewhere (the device path, [`Self::bands`]): for the rules
+    /// that read only the band.
+    ///
+    /// # Errors
+    /// If the rule needs the unit vectors too, or the band does not match the units.
+    pub fn chunk_with_band(&self, text: &str, units: &Units, band: &Band) -> crate::Result<SemanticChunks> {
+        if !matches!(self.rule, Rule::MaxMin(_) | Rule::Global(_)) {
+            return Err(crate::Error::Config(format!(
+                "{} needs the unit vectors, not only the band",
+                self.rule.name()
+            )));
+        }
+        if band.len() != units.len() {
+            return Err(crate::Error::Config(format!(
+                "a band of {} rows for {} units",
+                band.len(),
+                units.len()
+            )));
+        }
+        self.chunks_from_band(text, units, &[], band)
+    }
+
+    /// Embed prepared units on the model's device and compute every document's band there in
+    /// one launch (document `d` owns units `offsets[d]..offsets[d+1]`); only the bands come
+    /// back. `None` when a unit spans several model windows (the host path handles those).
+    ///
+    /// # Errors
+    /// On a model or device failure.
+    pub fn bands(
+        &self,
+        prepared: &crate::embed::Prepared,
+        units: &[Units],
+    ) -> crate::Result<Option<Vec<Band>>> {
+        match crate::embed::run_tensor(self.embedder.as_ref(), prepared)? {
+            Some((vectors, _)) => self.bands_of(&vectors, units).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The bands of documents whose unit vectors are the rows of `vectors` (on any device),
+    /// document `d` owning the next `units[d].len()` rows; one launch, only the bands come back.
+    ///
+    /// # Errors
+    /// If the rows do not match the units, or the device fails.
+    pub fn bands_of(&self, vectors: &candle_core::Tensor, units: &[Units]) -> crate::Result<Vec<Band>> {
+        let mut offsets = vec![0];
+        for u in units {
+            offsets.push(offsets.last().copied().unwrap_or(0) + u.len());
+        }
+        let widths: Vec<usize> = units.iter().map(|u| self.band_width(u)).collect();
+        similarity::bands_many(vectors, &offsets, &widths)
+    }
+
+    fn chunks_from_band(
+        &self,
+        text: &str,
+        units: &Units,
+        vectors: &[f32],
+        band: &Band,
+    ) -> crate::Result<SemanticChunks> {
+        let cap = self.opts.cap();
+        let n = units.len();
+        if n == 0 {
+            return Ok(SemanticChunks::default());
+        }
+        let unit_texts = unit_texts(text, units);
+        let starts = self.starts(&unit_texts, &units.tokens, vectors, band)?;
         let seam: Vec<f32> = (0..n).map(|i| if i == 0 { 0.0 } else { band.sim(i, i - 1) }).collect();
         let starts = sizing::size(&starts, &units.tokens, &seam, self.opts.max_tokens, self.opts.min_tokens);
         Ok(exact_chunks(text, units, &starts, &seam, self.sizer.as_ref(), cap))
@@ -458,6 +552,19 @@ impl SemanticChunker {
         for (t, u) in texts.iter().zip(&units) {
             offsets.push(all.len());
             all.extend(unit_texts(t, u));
+        }
+        if self.uses_device_bands() {
+            let prepared = crate::embed::prepare(self.embedder.as_ref(), &all, self.embed_opts);
+            if let Some(bands) = self.bands(&prepared, &units)? {
+                return Ok(texts
+                    .par_iter()
+                    .zip(&units)
+                    .zip(&bands)
+                    .map(|((t, u), b)| {
+                        self.chunk_with_band(t, u, b).map(|c| c.spans).or_else(|e| self.fallback(t, e))
+                    })
+                    .collect());
+            }
         }
         let vectors = self.embed(&all)?;
         let dim = self.embedder.dim();

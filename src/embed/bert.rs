@@ -240,6 +240,14 @@ impl Embedder for BertEmbedder {
         self.forward_pooled(batch, self.pooling, true)
     }
 
+    fn embed_tensor(&self, batch: &FlatBatch) -> Result<Tensor> {
+        if self.compute.device.is_cpu() || batch.is_empty() {
+            let v = self.embed(batch)?;
+            return Ok(Tensor::from_vec(v, (batch.len(), self.dim), &candle_core::Device::Cpu)?);
+        }
+        self.pool_on_device(batch)
+    }
+
     fn describe(&self) -> String {
         self.name.clone()
     }
@@ -257,6 +265,10 @@ impl BertEmbedder {
             return Ok(Vec::new());
         }
         let dev = self.encoder_device();
+        if unit && !dev.is_cpu() {
+            // On a GPU, pooling and normalisation are one kernel (kernels/pool.cu).
+            return Ok(self.pool_on_device(batch)?.flatten_all()?.to_vec1::<f32>()?);
+        }
         let hidden = self.encoder.forward(batch)?.to_dtype(DType::F32)?; // [N, H]
         let pooled = match pooling {
             Pooling::Cls => {
@@ -285,6 +297,14 @@ impl BertEmbedder {
             normalize(row); // exact unit length after the device's arithmetic
         }
         Ok(out)
+    }
+
+    /// Encode and pool on the device with the fused kernel, in the encoder's dtype: unit
+    /// vectors `[n, dim]` f32, left on the device.
+    fn pool_on_device(&self, batch: &FlatBatch) -> Result<Tensor> {
+        let hidden = self.encoder.forward(batch)?; // [tokens, H], the model's dtype
+        let cu: Vec<u32> = batch.cu_seqlens.iter().map(|&c| c as u32).collect();
+        crate::kernels::pool(&hidden, &cu, self.pooling == Pooling::Cls)
     }
 
     fn encoder_device(&self) -> candle_core::Device {

@@ -87,6 +87,18 @@ pub trait Embedder: Send + Sync {
     /// On a device or shape failure.
     fn embed(&self, batch: &FlatBatch) -> Result<Vec<f32>>;
 
+    /// As [`Embedder::embed`], with the vectors left where the model computed them: a
+    /// `[batch.len(), dim]` f32 tensor, on the GPU for a GPU model (so that the band can be
+    /// computed there and only it comes back). The default wraps the host vectors in a CPU
+    /// tensor.
+    ///
+    /// # Errors
+    /// On a device or shape failure.
+    fn embed_tensor(&self, batch: &FlatBatch) -> Result<candle_core::Tensor> {
+        let v = self.embed(batch)?;
+        Ok(candle_core::Tensor::from_vec(v, (batch.len(), self.dim()), &candle_core::Device::Cpu)?)
+    }
+
     /// A short description for reports.
     fn describe(&self) -> String;
 }
@@ -292,6 +304,38 @@ pub fn run(model: &dyn Embedder, p: &Prepared) -> Result<(Embeddings, EmbedStats
         }
     }
     Ok((Embeddings { dim, data }, stats))
+}
+
+/// As [`run`], with the vectors left on the model's device: a `[texts, dim]` f32 tensor in
+/// input order. `None` when a text spans several windows (their weighted mean is formed on the
+/// host by [`run`]); the caller then uses [`run`].
+///
+/// # Errors
+/// On a model failure.
+pub fn run_tensor(model: &dyn Embedder, p: &Prepared) -> Result<Option<(candle_core::Tensor, EmbedStats)>> {
+    if p.windows.iter().any(|&w| w != 1) || p.seqs.is_empty() {
+        return Ok(None);
+    }
+    let mut stats = p.stats.clone();
+    let mut parts = Vec::with_capacity(p.plan.len());
+    // Row of the concatenated batches where each text's vector lands.
+    let mut row_of = vec![0u32; p.seqs.len()];
+    let mut at = 0u32;
+    for group in &p.plan {
+        let mut fb = FlatBatch::default();
+        for &k in group {
+            fb.push(&p.seqs[k]);
+            row_of[k] = at;
+            at += 1;
+        }
+        stats.batches += 1;
+        stats.tokens += fb.ids.len();
+        stats.padded_tokens += fb.max_len() * fb.len();
+        parts.push(model.embed_tensor(&fb)?);
+    }
+    let all = candle_core::Tensor::cat(&parts, 0)?;
+    let order = candle_core::Tensor::from_vec(row_of, p.seqs.len(), all.device())?;
+    Ok(Some((all.index_select(&order, 0)?, stats)))
 }
 
 /// Embed `texts` with `model`; vectors come back in input order, L2-normalised.

@@ -197,6 +197,9 @@ pub struct StageSeconds {
     pub read: f64,
     pub prepare: f64,
     pub device: f64,
+    /// Of `device`: computing the bands on the device and copying them back (the GPU path;
+    /// 0 on the CPU, where the bands are part of `finish`).
+    pub band: f64,
     pub finish: f64,
     pub write: f64,
 }
@@ -243,6 +246,9 @@ impl JobStats {
                 "; busy s: read {:.2}, prepare {:.2}, device {:.2}, finish {:.2}, write {:.2}",
                 st.read, st.prepare, st.device, st.finish, st.write
             ));
+            if st.band > 0.0 {
+                s.push_str(&format!(" (of device: bands {:.2})", st.band));
+            }
         }
         if self.peak_rss > 0 {
             s.push_str(&format!("; peak RSS {} MB", self.peak_rss >> 20));

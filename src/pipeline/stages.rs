@@ -9,6 +9,7 @@ use rayon::prelude::*;
 
 use super::commit::{Committer, Totals};
 use super::{peak_rss, EmbeddingMode, Job, JobStats, OnError, StageSeconds, Target};
+use crate::band::Band;
 use crate::chunk::ChunkSpan;
 use crate::chunkers::semantic::{unit_texts, SemanticChunker};
 use crate::chunkers::units::Units;
@@ -43,6 +44,8 @@ struct Staged {
     work: Work,
     /// The batch's unit vectors, after the device stage.
     vectors: Option<Result<Vec<f32>>>,
+    /// Or, on the device path ([`SemanticChunker::uses_device_bands`]), each document's band.
+    bands: Option<Result<Vec<Band>>>,
 }
 
 enum Outcome {
@@ -141,14 +144,40 @@ pub(super) fn run(
     let mut stats = JobStats { chunker: job.chunker.describe(), ..JobStats::default() };
     let llm_before = job.chunker.llm_cost();
 
+    // Seconds the device stage spent on bands (device path only), out of its busy time.
+    let band_busy = std::sync::Mutex::new(0.0f64);
     let result = std::thread::scope(|s| -> Result<()> {
         let reader = s.spawn(move || read(docs, opts, if done { u64::MAX } else { skip }, &tx_read));
         let prep = s.spawn(move || stage(&rx_read, &tx_prep, |b| Ok(prepare(job, semantic, b))));
         let emb = embedder.clone();
+        // Rules that read only the band get it from the device, unless the unit vectors are
+        // wanted on the host anyway (`--embeddings mean`).
+        let device_bands =
+            semantic.filter(|sc| sc.uses_device_bands() && opts.embeddings != Some(EmbeddingMode::Mean));
+        let band_busy = &band_busy;
         let dev = s.spawn(move || {
             stage(&rx_prep, &tx_dev, |mut st: Staged| {
-                if let (Work::Semantic { prepared, .. }, Some(e)) = (&mut st.work, &emb) {
-                    st.vectors = Some(embed::run(e.as_ref(), prepared).map(|(v, _)| v.data));
+                if let (Work::Semantic { prepared, units, .. }, Some(e)) = (&mut st.work, &emb) {
+                    let on_device = match device_bands {
+                        Some(sc) => embed::run_tensor(e.as_ref(), prepared).and_then(|v| {
+                            let Some((v, _)) = v else { return Ok(None) };
+                            // The encoder's work is queued asynchronously: wait for it, so
+                            // that the band's time is its own.
+                            v.device().synchronize()?;
+                            let t = Instant::now();
+                            let bands = sc.bands_of(&v, units);
+                            *band_busy.lock().unwrap_or_else(std::sync::PoisonError::into_inner) +=
+                                t.elapsed().as_secs_f64();
+                            bands.map(Some)
+                        }),
+                        None => Ok(None),
+                    };
+                    match on_device {
+                        Ok(Some(bands)) => st.bands = Some(Ok(bands)),
+                        Err(err) => st.bands = Some(Err(err)),
+                        // Not applicable (a unit spans several windows): the host path.
+                        Ok(None) => st.vectors = Some(embed::run(e.as_ref(), prepared).map(|(v, _)| v.data)),
+                    }
                     // The token ids are done with: free them before the batch waits downstream.
                     *prepared = embed::Prepared::default();
                 }
@@ -209,6 +238,7 @@ pub(super) fn run(
             read: read_busy,
             prepare: busy(prep)?,
             device: busy(dev)?,
+            band: *band_busy.lock().unwrap_or_else(std::sync::PoisonError::into_inner),
             finish: busy(fin)?,
             write: write_busy,
         };
@@ -334,7 +364,7 @@ fn prepare(job: &Job<'_>, semantic: Option<&SemanticChunker>, batch: Batch) -> S
                 Item::Bad(_) => Ok(Vec::new()),
             })
             .collect();
-        return Staged { batch, work: Work::Chunked(results), vectors: None };
+        return Staged { batch, work: Work::Chunked(results), vectors: None, bands: None };
     };
     let units: Vec<Units> = batch
         .items
@@ -355,7 +385,7 @@ fn prepare(job: &Job<'_>, semantic: Option<&SemanticChunker>, batch: Batch) -> S
     }
     let prepared = embed::prepare(sc.embedder().as_ref(), &all, sc.embed_options());
     drop(all);
-    Staged { batch, work: Work::Semantic { units, offsets, prepared }, vectors: None }
+    Staged { batch, work: Work::Semantic { units, offsets, prepared }, vectors: None, bands: None }
 }
 
 /// The finish stage: rules and sizing from the vectors, fallbacks, chunk embeddings and the
@@ -366,7 +396,7 @@ fn finish(
     embedder: Option<&dyn Embedder>,
     st: Staged,
 ) -> Result<Finished> {
-    let Staged { batch, work, vectors } = st;
+    let Staged { batch, work, vectors, bands } = st;
     let mut units_total = 0;
     // Per item: spans, unit vectors and unit ranges (for mean embeddings), fallback reason.
     let mut results: Vec<DocResult> = match work {
@@ -376,7 +406,11 @@ fn finish(
                 semantic.ok_or_else(|| Error::Internal("semantic work without a semantic chunker".into()))?;
             let dim = sc.embedder().dim();
             units_total = units.iter().map(|u| u.len() as u64).sum();
-            let vectors = vectors.unwrap_or_else(|| Err(Error::Internal("no vectors".into())));
+            let (bands, vectors) = match bands {
+                Some(Ok(b)) => (Some(b), Ok(Vec::new())),
+                Some(Err(e)) => (None, Err(e)),
+                None => (None, vectors.unwrap_or_else(|| Err(Error::Internal("no vectors".into())))),
+            };
             let mean = job.opts.embeddings == Some(EmbeddingMode::Mean);
             batch
                 .items
@@ -384,8 +418,18 @@ fn finish(
                 .with_max_len(1)
                 .zip(&units)
                 .zip(&offsets)
-                .map(|((it, u), &off)| {
+                .enumerate()
+                .map(|(i, ((it, u), &off))| {
                     let Item::Doc(d) = it else { return Ok((Vec::new(), None, None)) };
+                    if let Some(b) = &bands {
+                        return match sc.chunk_with_band(&d.text, u, &b[i]) {
+                            Ok(c) => Ok((c.spans, None, None)),
+                            Err(e) => {
+                                let why = e.to_string();
+                                sc.fallback(&d.text, e).map(|s| (s, None, Some(why)))
+                            }
+                        };
+                    }
                     // The batch's vectors, or this document's own pass when the batch failed
                     // (so that one bad document does not cost the others).
                     let own;

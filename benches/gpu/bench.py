@@ -1,0 +1,295 @@
+#!/usr/bin/env python3
+"""The device benchmark of issue 10, one script for one run on a GPU machine (benches/gpu/run.sh
+sets it up): correctness first, then timing. Everything it reads travels with the repo or in
+.gpu-carry/ (benches/gpu/prepare.sh); texts are generated here from the repo's sample sentences.
+
+  correctness  GPU embeddings in f32, f16 and bf16 against the CPU's (cosine per text, 500
+               texts); chunk boundaries on the GPU against the CPU's for Max-Min and the global
+               rule on a fixed document set.
+  timing       (i) seamcut tokens/s, MiniLM and a base-size BERT (random weights, made here with
+               transformers), several token budgets, f16 and bf16; (ii) sentence-transformers
+               fp16 on the same texts; (iii) bands and rules against encoder time in a corpus job;
+               (iv) end-to-end MB/s on a generated corpus (up to 200 MB) and the device's idle
+               share.
+
+With --device cpu (a dry run on a machine without a GPU) the same steps run on the CPU at small
+sizes, bf16 and sentence-transformers skipped where unavailable. Prints a log and writes
+results.json to --out.
+"""
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+RESULTS = {}
+
+
+def log(*a):
+    print(*a, flush=True)
+
+
+def run(cmd, **kw):
+    t = time.time()
+    p = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}): {p.stderr.strip()[-2000:]}")
+    return p.stdout, p.stderr, time.time() - t
+
+
+def sentences():
+    with open(os.path.join(REPO, "benches/data-sentences.txt"), encoding="utf-8") as f:
+        return [l.strip() for l in f if l.strip()]
+
+
+def texts(n, seed):
+    """n texts of 1-6 sample sentences each (about 15-200 tokens)."""
+    s, rng = sentences(), random.Random(seed)
+    return [" ".join(rng.choice(s) for _ in range(rng.randint(1, 6))) for _ in range(n)]
+
+
+def documents(n, seed):
+    """n documents of 3-9 paragraphs of 2-6 sentences, as JSONL records."""
+    s, rng = sentences(), random.Random(seed)
+    docs = []
+    for d in range(n):
+        paras = [" ".join(rng.choice(s) for _ in range(rng.randint(2, 6))) for _ in range(rng.randint(3, 9))]
+        docs.append({"id": f"doc-{d:04d}", "text": "\n\n".join(paras) + "\n"})
+    return docs
+
+
+def write_lines(path, lines):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def embed(args, model, device, dtype, lines_path, out):
+    _, err, secs = run([args.bin, "embed", "--model", model, "--device", device, "--dtype", dtype,
+                        "--lines", lines_path, "-o", out])
+    return np.load(out), secs
+
+
+def correctness(args, work, dtypes):
+    log("\n== correctness")
+    lines = texts(args.texts, 1)
+    lp = os.path.join(work, "fixed.txt")
+    write_lines(lp, lines)
+    ref, _ = embed(args, args.model, "cpu", "f32", lp, os.path.join(work, "cpu.npy"))
+    res = {}
+    for dt in dtypes:
+        got, secs = embed(args, args.model, args.device, dt, lp, os.path.join(work, f"dev-{dt}.npy"))
+        cos = np.sum(got * ref, axis=1) / (np.linalg.norm(got, axis=1) * np.linalg.norm(ref, axis=1))
+        ok = bool(cos.min() >= 0.999)
+        res[dt] = {"texts": len(lines), "min_cos": float(cos.min()), "mean_cos": float(cos.mean()), "pass": ok}
+        log(f"embeddings {args.device}/{dt} vs cpu/f32 on {len(lines)} texts: min cos {cos.min():.6f} "
+            f"mean {cos.mean():.6f} -> {'PASS' if ok else 'FAIL'}")
+    docs = documents(args.docs, 2)
+    dp = os.path.join(work, "docs.jsonl")
+    with open(dp, "w", encoding="utf-8") as f:
+        for d in docs:
+            f.write(json.dumps(d) + "\n")
+    bounds = {}
+    for chunker in ("maxmin", "global"):
+        outs = {}
+        for device in ("cpu", args.device):
+            out, err, _ = run([args.bin, "chunk", dp, "--chunker", chunker, "--model", args.model,
+                               "--device", device, "--dtype", "f32"])
+            per = {}
+            for l in out.splitlines():
+                r = json.loads(l)
+                per.setdefault(r["doc_id"], []).append(r["start"])
+            outs[device] = (per, err.strip().splitlines()[-1] if err.strip() else "")
+        a, b = outs["cpu"][0], outs[args.device][0]
+        same = sum(1 for k in a if a[k] == b.get(k))
+        bounds[chunker] = {"documents": len(a), "identical": same, "summary_device": outs[args.device][1]}
+        log(f"boundaries {chunker}: {same}/{len(a)} documents identical ({args.device}/f32 vs cpu/f32)")
+        log(f"  {outs[args.device][1]}")
+    res["boundaries"] = bounds
+    RESULTS["correctness"] = res
+
+
+def base_bert(work):
+    """A BERT-base-shaped model (12 x 768, random weights, seeded) in sentence-transformers layout,
+    with MiniLM's tokenizer (the same 30,522-word vocabulary): for throughput only."""
+    try:
+        import torch
+        from transformers import BertConfig, BertModel
+    except ImportError:
+        return None
+    d = os.path.join(work, "bert-base-random")
+    if os.path.isdir(d):
+        return d
+    torch.manual_seed(0)
+    cfg = BertConfig(vocab_size=30522, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                     intermediate_size=3072, max_position_embeddings=512)
+    BertModel(cfg).half().save_pretrained(d, safe_serialization=True)
+    for f in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt", "modules.json",
+              "config_sentence_transformers.json"):
+        src = os.path.join(MODEL_DIR, f)
+        if os.path.isfile(src):
+            shutil.copy(src, d)
+    os.makedirs(os.path.join(d, "1_Pooling"), exist_ok=True)
+    shutil.copy(os.path.join(MODEL_DIR, "1_Pooling/config.json"), os.path.join(d, "1_Pooling"))
+    with open(os.path.join(d, "1_Pooling/config.json")) as f:
+        pc = json.load(f)
+    pc["word_embedding_dimension"] = 768
+    with open(os.path.join(d, "1_Pooling/config.json"), "w") as f:
+        json.dump(pc, f)
+    with open(os.path.join(d, "sentence_bert_config.json"), "w") as f:
+        json.dump({"max_seq_length": 256, "do_lower_case": False}, f)
+    return d
+
+
+def seamcut_tokens_per_s(args, model, dtype, budget, lp):
+    out, _, _ = run([args.bin, "bench", "embed", "--model", model, "--device", args.device, "--dtype", dtype,
+                     "--lines", lp, "--runs", str(args.runs), "--batch-tokens", str(budget)])
+    runs = [json.loads(l) for l in out.splitlines() if l.strip()]
+    return max(r["tokens_per_s"] for r in runs), runs[0]["tokens"]
+
+
+def st_tokens_per_s(model, lines, device, batch_size, runs):
+    import torch
+    from sentence_transformers import SentenceTransformer
+    m = SentenceTransformer(model, device=device)
+    if device == "cuda":
+        m = m.half()
+    tok = m.tokenizer
+    limit = m.max_seq_length
+    tokens = sum(min(len(tok(t)["input_ids"]), limit) for t in lines)
+    m.encode(lines[: batch_size * 4], batch_size=batch_size)
+    best = 0.0
+    for _ in range(runs):
+        if device == "cuda":
+            torch.cuda.synchronize()
+        t = time.time()
+        m.encode(lines, batch_size=batch_size, convert_to_numpy=True)
+        if device == "cuda":
+            torch.cuda.synchronize()
+        best = max(best, tokens / (time.time() - t))
+    return best, tokens
+
+
+def timing(args, work, dtypes):
+    log("\n== timing")
+    lines = texts(args.timing_texts, 3)
+    lp = os.path.join(work, "timing.txt")
+    write_lines(lp, lines)
+    models = {"minilm": args.model}
+    if not args.quick:
+        b = base_bert(work)
+        if b:
+            models["bert-base"] = b
+        else:
+            log("bert-base: transformers/torch not available, skipped")
+    res = {"texts": len(lines), "seamcut": {}, "sentence_transformers": {}}
+    for name, model in models.items():
+        for dt in dtypes:
+            for budget in args.budgets:
+                tps, tokens = seamcut_tokens_per_s(args, model, dt, budget, lp)
+                res["seamcut"][f"{name}/{dt}/{budget}"] = tps
+                log(f"(i) seamcut {name} {args.device}/{dt} batch-tokens {budget}: {tps:,.0f} tokens/s ({tokens:,} tokens)")
+        try:
+            for bs in args.st_batches:
+                tps, tokens = st_tokens_per_s(model, lines, args.device, bs, args.runs)
+                res["sentence_transformers"][f"{name}/{'fp16' if args.device == 'cuda' else 'fp32'}/{bs}"] = tps
+                log(f"(ii) sentence-transformers {name} {args.device} batch {bs}: {tps:,.0f} tokens/s ({tokens:,} tokens)")
+        except ImportError as e:
+            log(f"(ii) sentence-transformers unavailable here ({e}); skipped")
+    for name in models:
+        s = max((v for k, v in res["seamcut"].items() if k.startswith(name + "/")), default=0)
+        t = max((v for k, v in res["sentence_transformers"].items() if k.startswith(name + "/")), default=0)
+        if s and t:
+            res[f"ratio_{name}"] = s / t
+            log(f"best seamcut / best sentence-transformers, {name}: {s / t:.2f}x")
+    RESULTS["timing"] = res
+    return max((v for k, v in res["seamcut"].items() if k.startswith("minilm/")), default=0)
+
+
+def end_to_end(args, tokens_per_s, dtype):
+    log("\n== end to end")
+    # Size the corpus to fit the run: about 4 bytes a token, at most args.e2e_seconds of encoding.
+    mb = args.e2e_mb
+    if tokens_per_s:
+        mb = max(1, min(mb, int(tokens_per_s * 4 * args.e2e_seconds / 1e6)))
+    res = {}
+    for chunker in ("maxmin", "global"):
+        out, _, _ = run([args.bin, "bench", "chunk", "--generate", str(mb), "--chunker", chunker, "--model", args.model,
+                         "--device", args.device, "--dtype", dtype, "--json"])
+        r = json.loads(out.strip().splitlines()[-1])
+        st = r["stages"]
+        res[chunker] = r
+        log(f"(iv) {chunker} {mb} MB {args.device}/{dtype}: {r['mb_per_s']:.1f} MB/s, {r['tokens_per_s']:,.0f} tokens/s, "
+            f"device idle {100 * r['device_idle']:.1f}%, busy s read {st['read']:.1f} prepare {st['prepare']:.1f} "
+            f"device {st['device']:.1f} (bands {st['band']:.2f}) finish {st['finish']:.1f} write {st['write']:.1f}")
+        dev = max(st["device"], 1e-9)
+        log(f"(iii) {chunker}: bands {100 * st['band'] / dev:.2f}% of device time; rules+sizing (finish) "
+            f"{st['finish']:.2f} s on the CPU against {st['device']:.2f} s of device time")
+    RESULTS["end_to_end"] = res
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--quick", action="store_true", help="small sizes (the CPU dry run)")
+    a = ap.parse_args()
+    global MODEL_DIR
+    MODEL_DIR = a.model
+    q = a.quick
+    a.texts = 50 if q else 500
+    a.docs = 10 if q else 60
+    a.timing_texts = 300 if q else 20000
+    a.runs = 1 if q else 2
+    a.budgets = [4096] if q else [16384, 65536, 262144]
+    a.st_batches = [32] if q else [128, 512]
+    a.e2e_mb = 1 if q else 200
+    a.e2e_seconds = 30 if q else 120
+    dtypes = ["f32", "f16"] if a.device == "cpu" else ["f32", "f16", "bf16"]
+    work = os.path.join(a.out, "work")
+    os.makedirs(work, exist_ok=True)
+    t0 = time.time()
+    ver, _, _ = run([a.bin, "--version"])
+    RESULTS.update({"device": a.device, "binary": ver.strip(), "model": a.model, "quick": q})
+    if shutil.which("nvidia-smi"):
+        smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+                             capture_output=True, text=True).stdout.strip()
+        RESULTS["gpu"] = smi
+        log("gpu:", smi)
+    status = 0
+    for step in (lambda: correctness(a, work, dtypes),):
+        try:
+            step()
+        except Exception as e:  # report and go on to the timings
+            log(f"correctness step failed: {e}")
+            status = 1
+    tps = 0
+    try:
+        tps = timing(a, work, ["f32"] if a.device == "cpu" else ["f16", "bf16"])
+    except Exception as e:
+        log(f"timing step failed: {e}")
+        status = 1
+    try:
+        end_to_end(a, tps, "f16" if a.device != "cpu" else "f32")
+    except Exception as e:
+        log(f"end-to-end step failed: {e}")
+        status = 1
+    RESULTS["seconds"] = time.time() - t0
+    shutil.rmtree(work, ignore_errors=True)
+    with open(os.path.join(a.out, "results.json"), "w") as f:
+        json.dump(RESULTS, f, indent=1)
+    log(f"\ndone in {RESULTS['seconds']:.0f} s; results in {os.path.join(a.out, 'results.json')}")
+    sys.exit(status)
+
+
+MODEL_DIR = None
+if __name__ == "__main__":
+    main()

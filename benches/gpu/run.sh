@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The device benchmark (issue 10), on the GPU machine:
+#   benches/gpu/run.sh                  # after benches/gpu/prepare.sh here; carry .gpu-carry
+#   benches/gpu/run.sh --device cpu     # the dry run on a machine without a GPU (small sizes,
+#                                       # the local release build)
+# Correctness (GPU against CPU embeddings and boundaries), then timing (seamcut tokens/s at
+# several token budgets in f16 and bf16, sentence-transformers fp16 on the same texts, bands
+# and rules against encoder time, end-to-end MB/s and the device's idle share); see bench.py.
+# Writes log.txt and results.json to $OUT (or target/gpu-run).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+device=cuda
+[ "${1:-}" = "--device" ] && device="${2:-cuda}"
+out="${OUT:-$PWD/target/gpu-run}"
+mkdir -p "$out"
+exec > >(tee "$out/log.txt") 2>&1
+if [ "$device" = cpu ]; then
+  bin="${SEAMCUT_BIN:-target/release/seamcut}"
+  [ -x "$bin" ] || cargo build --release --quiet
+  model="${MODEL:-models/all-MiniLM-L6-v2}"
+  [ -d .gpu-carry/minilm-f16 ] && model=.gpu-carry/minilm-f16
+  py=python3
+  [ -x .venv-ci/bin/python ] && py=.venv-ci/bin/python
+  exec "$py" benches/gpu/bench.py --bin "$bin" --model "$model" --device cpu --quick --out "$out"
+fi
+# On the GPU machine: unpack the binary, and take the CUDA 13 libraries from the torch venv's
+# wheels (the binary links libcudart/libcublas/libcurand/libnvrtc 13 dynamically; libcuda is the
+# driver's). Never the link-time stub.
+bin=/tmp/seamcut-gpu/seamcut
+mkdir -p /tmp/seamcut-gpu
+xz -dc .gpu-carry/seamcut.xz > "$bin" && chmod +x "$bin"
+venv=$(python3 -c 'import sys; print(sys.prefix)')
+libs=$(ls -d "$venv"/lib/python3*/site-packages/nvidia/cu13/lib "$venv"/lib/python3*/site-packages/nvidia/*/lib 2>/dev/null | paste -sd: -)
+export LD_LIBRARY_PATH="${libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export CUDA_CACHE_PATH=/tmp/seamcut-gpu/cuda-cache
+echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+if ldd "$bin" | grep -q "not found"; then ldd "$bin"; echo "run.sh: missing libraries" >&2; exit 11; fi
+ldd "$bin" | grep -E 'libcu|libnvrtc'
+nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader
+t=$(date +%s.%N)
+"$bin" embed --device cuda --lines - -o /tmp/seamcut-gpu/first.npy <<<"first call: PTX JIT and cuBLAS start-up" \
+  || { echo "run.sh: the first CUDA call failed" >&2; exit 12; }
+echo "first call $(echo "$(date +%s.%N) - $t" | bc) s"
+PYTHONUNBUFFERED=1 exec python3 benches/gpu/bench.py --bin "$bin" --model .gpu-carry/minilm-f16 --device cuda --out "$out"
