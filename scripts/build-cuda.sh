@@ -75,7 +75,8 @@ export CARGO_TARGET_DIR=$WORK/target
 cd "$repo"
 if [ "${1:-build}" = clippy ]; then
   log "cargo clippy --features cuda"
-  exec cargo clippy -j"$JOBS" -p seamcut --all-targets --features cuda -- -D warnings
+  # --release: reuses the release build's build-script outputs (candle-kernels' nvcc work).
+  exec cargo clippy --release -j"$JOBS" -p seamcut --all-targets --features cuda -- -D warnings
 fi
 log "cargo build --release --features cuda"
 t0=$(date +%s)

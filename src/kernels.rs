@@ -233,7 +233,7 @@ mod cuda {
         let (start, _, dim) = rows_of(layout)?;
         let n = op.cu_seqlens.len().saturating_sub(1);
         let stream = dev.cuda_stream();
-        let cu = stream.memcpy_stod(&op.cu_seqlens).w()?;
+        let cu = stream.clone_htod(&op.cu_seqlens).w()?;
         let mut out = dev.alloc_zeros::<f32>(n * dim)?;
         let ptx = ptx("pool.cu", super::POOL_CU)?;
         let cfg =
@@ -281,7 +281,7 @@ mod cuda {
         let (start, rows, dim) = rows_of(layout)?;
         let width = op.width;
         let stream = dev.cuda_stream();
-        let first = stream.memcpy_stod(&op.first).w()?;
+        let first = stream.clone_htod(&op.first).w()?;
         let mut out = dev.alloc_zeros::<f32>(rows * width)?;
         if rows > 0 {
             let ptx = ptx("band.cu", super::BAND_CU)?;

@@ -88,6 +88,38 @@ fn xlm_roberta_matches_sentence_transformers() {
 }
 
 #[test]
+fn mpnet_matches_sentence_transformers() {
+    // A tiny random MPNet (weights in the repo) checks the code path in CI; the real
+    // all-mpnet-base-v2 (410 MB, models/fetch-mpnet.sh) is checked where it has been fetched.
+    let m = load_dir(&root().join("tests/fixtures/tiny-mpnet"), &Compute::cpu()).unwrap();
+    assert!(m.describe().contains("mpnet"), "{}", m.describe());
+    compare(m.as_ref(), &root().join("tests/fixtures/tiny_mpnet_st.npy"), 0.9999);
+    let real = root().join("models/all-mpnet-base-v2");
+    if real.join("model.safetensors").is_file() {
+        let m = load_dir(&real, &Compute::cpu()).unwrap();
+        compare(m.as_ref(), &root().join("tests/fixtures/mpnet_st.npy"), 0.9999);
+    } else {
+        eprintln!("all-mpnet-base-v2 not fetched (models/fetch-mpnet.sh): only the tiny MPNet checked");
+    }
+}
+
+#[test]
+fn mpnet_relative_position_buckets_match_transformers() {
+    let data = std::fs::read_to_string(root().join("tests/fixtures/mpnet_buckets.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&data).unwrap();
+    let (rel, want) = (v["relative"].as_array().unwrap(), v["bucket"].as_array().unwrap());
+    assert_eq!(rel.len(), 1201);
+    for (r, b) in rel.iter().zip(want) {
+        let r = r.as_i64().unwrap();
+        assert_eq!(
+            u64::from(seamcut::embed::encoder::relative_bucket(r, 32, 128)),
+            b.as_u64().unwrap(),
+            "relative {r}"
+        );
+    }
+}
+
+#[test]
 fn vectors_do_not_depend_on_batch_composition() {
     let model = minilm();
     let texts = texts();

@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """The device benchmark of issue 10, one script for one run on a GPU machine (benches/gpu/run.sh
 sets it up): correctness first, then timing. Everything it reads travels with the repo or in
-.gpu-carry/ (benches/gpu/prepare.sh); texts are generated here from the repo's sample sentences.
+.gpu-carry/ (benches/gpu/prepare.sh: the binary and MiniLM's tokenizer files); texts are generated
+here from the repo's sample sentences, models with transformers.
 
   correctness  GPU embeddings in f32, f16 and bf16 against the CPU's (cosine per text, 500
                texts); chunk boundaries on the GPU against the CPU's for Max-Min and the global
                rule on a fixed document set.
-  timing       (i) seamcut tokens/s, MiniLM and a base-size BERT (random weights, made here with
-               transformers), several token budgets, f16 and bf16; (ii) sentence-transformers
+  timing       (i) seamcut tokens/s, MiniLM and a base-size BERT (shapes of all-MiniLM-L6-v2 and
+               bert-base, random weights made here with transformers: real weights do not fit the
+               carry beside the binary), several token budgets, f16 and bf16; (ii) sentence-transformers
                fp16 on the same texts; (iii) bands and rules against encoder time in a corpus job;
                (iv) end-to-end MB/s on a generated corpus (up to 200 MB) and the device's idle
                share.
@@ -30,6 +32,16 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 RESULTS = {}
+START = time.time()
+# The device run gets 10 minutes in all: steps past this many seconds are skipped, not started.
+DEADLINE = 480
+
+
+def late(what):
+    if time.time() - START > DEADLINE:
+        log(f"skipped (past {DEADLINE} s): {what}")
+        return True
+    return False
 
 
 def log(*a):
@@ -115,33 +127,31 @@ def correctness(args, work, dtypes):
     RESULTS["correctness"] = res
 
 
-def base_bert(work):
-    """A BERT-base-shaped model (12 x 768, random weights, seeded) in sentence-transformers layout,
-    with MiniLM's tokenizer (the same 30,522-word vocabulary): for throughput only."""
-    try:
-        import torch
-        from transformers import BertConfig, BertModel
-    except ImportError:
-        return None
-    d = os.path.join(work, "bert-base-random")
+def random_model(work, name, layers, hidden, heads, intermediate):
+    """A BERT of the given shape with random (seeded) weights in f16, in sentence-transformers
+    layout, with all-MiniLM-L6-v2's tokenizer (from --tokenizer): throughput does not depend on
+    the weights, and the CPU/GPU comparisons need only the same weights on both sides. (Real
+    weights do not fit the device run's 64 MiB carry beside the binary.)"""
+    import torch
+    from transformers import BertConfig, BertModel
+
+    d = os.path.join(work, name)
     if os.path.isdir(d):
         return d
     torch.manual_seed(0)
-    cfg = BertConfig(vocab_size=30522, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
-                     intermediate_size=3072, max_position_embeddings=512)
-    BertModel(cfg).half().save_pretrained(d, safe_serialization=True)
+    cfg = BertConfig(vocab_size=30522, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
+                     intermediate_size=intermediate, max_position_embeddings=512)
+    BertModel(cfg, add_pooling_layer=False).half().save_pretrained(d, safe_serialization=True)
     for f in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt", "modules.json",
               "config_sentence_transformers.json"):
-        src = os.path.join(MODEL_DIR, f)
+        src = os.path.join(TOKENIZER_DIR, f)
         if os.path.isfile(src):
             shutil.copy(src, d)
     os.makedirs(os.path.join(d, "1_Pooling"), exist_ok=True)
-    shutil.copy(os.path.join(MODEL_DIR, "1_Pooling/config.json"), os.path.join(d, "1_Pooling"))
-    with open(os.path.join(d, "1_Pooling/config.json")) as f:
-        pc = json.load(f)
-    pc["word_embedding_dimension"] = 768
     with open(os.path.join(d, "1_Pooling/config.json"), "w") as f:
-        json.dump(pc, f)
+        json.dump({"word_embedding_dimension": hidden, "pooling_mode_cls_token": False,
+                   "pooling_mode_mean_tokens": True, "pooling_mode_max_tokens": False,
+                   "pooling_mode_mean_sqrt_len_tokens": False}, f)
     with open(os.path.join(d, "sentence_bert_config.json"), "w") as f:
         json.dump({"max_seq_length": 256, "do_lower_case": False}, f)
     return d
@@ -183,20 +193,20 @@ def timing(args, work, dtypes):
     write_lines(lp, lines)
     models = {"minilm": args.model}
     if not args.quick:
-        b = base_bert(work)
-        if b:
-            models["bert-base"] = b
-        else:
-            log("bert-base: transformers/torch not available, skipped")
+        models["bert-base"] = random_model(work, "bert-base-random", 12, 768, 12, 3072)
     res = {"texts": len(lines), "seamcut": {}, "sentence_transformers": {}}
     for name, model in models.items():
         for dt in dtypes:
             for budget in args.budgets:
+                if late(f"seamcut {name} {dt} {budget}"):
+                    continue
                 tps, tokens = seamcut_tokens_per_s(args, model, dt, budget, lp)
                 res["seamcut"][f"{name}/{dt}/{budget}"] = tps
                 log(f"(i) seamcut {name} {args.device}/{dt} batch-tokens {budget}: {tps:,.0f} tokens/s ({tokens:,} tokens)")
         try:
             for bs in args.st_batches:
+                if late(f"sentence-transformers {name} {bs}"):
+                    continue
                 tps, tokens = st_tokens_per_s(model, lines, args.device, bs, args.runs)
                 res["sentence_transformers"][f"{name}/{'fp16' if args.device == 'cuda' else 'fp32'}/{bs}"] = tps
                 log(f"(ii) sentence-transformers {name} {args.device} batch {bs}: {tps:,.0f} tokens/s ({tokens:,} tokens)")
@@ -219,13 +229,15 @@ def end_to_end(args, tokens_per_s, dtype):
     if tokens_per_s:
         mb = max(1, min(mb, int(tokens_per_s * 4 * args.e2e_seconds / 1e6)))
     res = {}
-    for chunker in ("maxmin", "global"):
-        out, _, _ = run([args.bin, "bench", "chunk", "--generate", str(mb), "--chunker", chunker, "--model", args.model,
+    for chunker, size in (("maxmin", mb), ("global", max(1, mb // 4))):
+        if late(f"end to end {chunker}"):
+            continue
+        out, _, _ = run([args.bin, "bench", "chunk", "--generate", str(size), "--chunker", chunker, "--model", args.model,
                          "--device", args.device, "--dtype", dtype, "--json"])
         r = json.loads(out.strip().splitlines()[-1])
         st = r["stages"]
         res[chunker] = r
-        log(f"(iv) {chunker} {mb} MB {args.device}/{dtype}: {r['mb_per_s']:.1f} MB/s, {r['tokens_per_s']:,.0f} tokens/s, "
+        log(f"(iv) {chunker} {size} MB {args.device}/{dtype}: {r['mb_per_s']:.1f} MB/s, {r['tokens_per_s']:,.0f} tokens/s, "
             f"device idle {100 * r['device_idle']:.1f}%, busy s read {st['read']:.1f} prepare {st['prepare']:.1f} "
             f"device {st['device']:.1f} (bands {st['band']:.2f}) finish {st['finish']:.1f} write {st['write']:.1f}")
         dev = max(st["device"], 1e-9)
@@ -237,25 +249,28 @@ def end_to_end(args, tokens_per_s, dtype):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True)
-    ap.add_argument("--model", required=True)
+    ap.add_argument("--model", help="a model directory (default: a MiniLM-shaped random model made here)")
+    ap.add_argument("--tokenizer", required=True, help="all-MiniLM-L6-v2's folder, for its tokenizer files")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--out", required=True)
     ap.add_argument("--quick", action="store_true", help="small sizes (the CPU dry run)")
     a = ap.parse_args()
-    global MODEL_DIR
-    MODEL_DIR = a.model
+    global TOKENIZER_DIR
+    TOKENIZER_DIR = a.tokenizer
     q = a.quick
     a.texts = 50 if q else 500
     a.docs = 10 if q else 60
-    a.timing_texts = 300 if q else 20000
+    a.timing_texts = 300 if q else 10000
     a.runs = 1 if q else 2
     a.budgets = [4096] if q else [16384, 65536, 262144]
     a.st_batches = [32] if q else [128, 512]
     a.e2e_mb = 1 if q else 200
-    a.e2e_seconds = 30 if q else 120
+    a.e2e_seconds = 30 if q else 90
     dtypes = ["f32", "f16"] if a.device == "cpu" else ["f32", "f16", "bf16"]
     work = os.path.join(a.out, "work")
     os.makedirs(work, exist_ok=True)
+    if not a.model:
+        a.model = random_model(work, "minilm-random", 6, 384, 12, 1536)
     t0 = time.time()
     ver, _, _ = run([a.bin, "--version"])
     RESULTS.update({"device": a.device, "binary": ver.strip(), "model": a.model, "quick": q})
@@ -290,6 +305,6 @@ def main():
     sys.exit(status)
 
 
-MODEL_DIR = None
+TOKENIZER_DIR = None
 if __name__ == "__main__":
     main()

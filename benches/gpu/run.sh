@@ -17,11 +17,10 @@ exec > >(tee "$out/log.txt") 2>&1
 if [ "$device" = cpu ]; then
   bin="${SEAMCUT_BIN:-target/release/seamcut}"
   [ -x "$bin" ] || cargo build --release --quiet
-  model="${MODEL:-models/all-MiniLM-L6-v2}"
-  [ -d .gpu-carry/minilm-f16 ] && model=.gpu-carry/minilm-f16
-  py=python3
-  [ -x .venv-ci/bin/python ] && py=.venv-ci/bin/python
-  exec "$py" benches/gpu/bench.py --bin "$bin" --model "$model" --device cpu --quick --out "$out"
+  # A python with numpy and transformers (and, for the side-by-side, sentence-transformers).
+  py="${PYTHON:-python3}"
+  [ -x .venv-bench/bin/python ] && [ -z "${PYTHON:-}" ] && py=.venv-bench/bin/python
+  exec "$py" benches/gpu/bench.py --bin "$bin" --tokenizer models/all-MiniLM-L6-v2 --device cpu --quick --out "$out"
 fi
 # On the GPU machine: unpack the binary, and take the CUDA 13 libraries from the torch venv's
 # wheels (the binary links libcudart/libcublas/libcurand/libnvrtc 13 dynamically; libcuda is the
@@ -41,4 +40,4 @@ t=$(date +%s.%N)
 "$bin" embed --device cuda --lines - -o /tmp/seamcut-gpu/first.npy <<<"first call: PTX JIT and cuBLAS start-up" \
   || { echo "run.sh: the first CUDA call failed" >&2; exit 12; }
 echo "first call $(echo "$(date +%s.%N) - $t" | bc) s"
-PYTHONUNBUFFERED=1 exec python3 benches/gpu/bench.py --bin "$bin" --model .gpu-carry/minilm-f16 --device cuda --out "$out"
+PYTHONUNBUFFERED=1 exec python3 benches/gpu/bench.py --bin "$bin" --tokenizer .gpu-carry/tokenizer --device cuda --out "$out"

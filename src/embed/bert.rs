@@ -13,7 +13,7 @@ use candle_nn::VarBuilder;
 use serde::Deserialize;
 use tokenizers::Tokenizer;
 
-use super::encoder::{Encoder, EncoderConfig};
+use super::encoder::{Arch, Encoder, EncoderConfig};
 use super::{normalize, Embedder, FlatBatch};
 use crate::device::Compute;
 use crate::wordpiece::TextTokenizer;
@@ -160,20 +160,21 @@ impl BertEmbedder {
         let bad = |e: candle_core::Error| {
             Error::model(dir.display(), format!("weights do not match config.json: {}", first_line(&e)))
         };
-        let roberta = match kind.as_str() {
-            "bert" => false,
-            "xlm-roberta" | "roberta" | "camembert" => true,
+        let layout = match kind.as_str() {
+            "bert" => Arch::Bert,
+            "xlm-roberta" | "roberta" | "camembert" => Arch::Roberta,
+            "mpnet" => Arch::Mpnet,
             other => {
                 let archs = arch.architectures.unwrap_or_default().join(", ");
                 return Err(Error::model(
                     dir.display(),
-                    format!("unknown architecture {other:?} ({archs}); supported: bert, xlm-roberta, roberta, or a model2vec static model"),
+                    format!("unknown architecture {other:?} ({archs}); supported: bert, xlm-roberta, roberta, mpnet, or a model2vec static model"),
                 ));
             }
         };
         let cfg: EncoderConfig = serde_json::from_str(&text)
             .map_err(|e| Error::model(dir.display(), format!("config.json is not a {kind} config: {e}")))?;
-        let encoder = Encoder::load(vb, &cfg, roberta).map_err(bad)?;
+        let encoder = Encoder::load(vb, &cfg, layout).map_err(bad)?;
         let pos_limit = encoder.max_positions;
         // The window: sentence-transformers' max_seq_length (older versions keep it in
         // sentence_bert_config.json, newer in tokenizer_config.json's model_max_length), capped

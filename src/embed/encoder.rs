@@ -1,4 +1,12 @@
-//! An unpadded transformer encoder (BERT and RoBERTa/XLM-RoBERTa weights) on candle.
+//! An unpadded transformer encoder (BERT, RoBERTa/XLM-RoBERTa and MPNet weights) on candle.
+//!
+//! MPNet is the BERT layout with other weight names, no token-type embeddings, RoBERTa's
+//! position ids, and a learned bias per attention head and relative-position bucket (T5-style
+//! buckets) added to every layer's attention scores.
+//!
+//! Precision: with f16/bf16 weights, candle's CUDA layer norm accumulates mean and variance in
+//! f32 and its softmax sums in f32; the pooling kernel (`kernels/pool.cu`) reads the last hidden
+//! states in their dtype and pools and normalises in f32.
 //!
 //! Why not candle-transformers' `BertModel`: it runs every layer on a padded
 //! `[batch, longest, hidden]` tensor, so each linear layer is a batch of small matrix
@@ -33,6 +41,19 @@ pub struct EncoderConfig {
     pub pad_token_id: Option<u32>,
     #[serde(default)]
     pub model_type: Option<String>,
+    /// MPNet: relative-position buckets of the attention bias.
+    #[serde(default)]
+    pub relative_attention_num_buckets: Option<usize>,
+}
+
+/// The weight layout of an encoder checkpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arch {
+    Bert,
+    /// RoBERTa and XLM-RoBERTa: positions start after the padding id.
+    Roberta,
+    /// MPNet: RoBERTa's positions, relative-position attention bias, its own weight names.
+    Mpnet,
 }
 
 fn default_act() -> String {
@@ -118,8 +139,10 @@ pub struct Encoder {
     heads: usize,
     hidden: usize,
     act: Act,
-    /// Position of a sequence's first token: 0 for BERT, `pad + 1` for RoBERTa.
+    /// Position of a sequence's first token: 0 for BERT, `pad + 1` for RoBERTa and MPNet.
     pos_offset: usize,
+    /// MPNet: `[buckets, heads]` attention bias per relative-position bucket.
+    rel_bias: Option<Tensor>,
     /// Positions available after the offset.
     pub max_positions: usize,
     device: Device,
@@ -132,8 +155,8 @@ impl Encoder {
     ///
     /// # Errors
     /// When a tensor is missing or has the wrong shape.
-    pub fn load(vb: VarBuilder, cfg: &EncoderConfig, roberta: bool) -> candle_core::Result<Self> {
-        let prefix = ["bert", "roberta", "model"]
+    pub fn load(vb: VarBuilder, cfg: &EncoderConfig, arch: Arch) -> candle_core::Result<Self> {
+        let prefix = ["bert", "roberta", "mpnet", "model"]
             .into_iter()
             .find(|p| vb.contains_tensor(&format!("{p}.embeddings.word_embeddings.weight")));
         let vb = match prefix {
@@ -154,18 +177,39 @@ impl Encoder {
             candle_core::bail!("word_embeddings.weight has shape {:?}, expected [_, {h}]", word.dims());
         }
         let pos = e.get((cfg.max_position_embeddings, h), "position_embeddings.weight")?;
-        let typ = e.get((cfg.type_vocab_size, h), "token_type_embeddings.weight")?;
+        // MPNet has no token types: a zero row.
+        let typ = if arch == Arch::Mpnet {
+            Tensor::zeros((1, h), vb.dtype(), vb.device())?
+        } else {
+            e.get((cfg.type_vocab_size, h), "token_type_embeddings.weight")?
+        };
         let ln = Norm::load(&e, "LayerNorm", h, cfg.layer_norm_eps)?;
         let mut layers = Vec::with_capacity(cfg.num_hidden_layers);
         for i in 0..cfg.num_hidden_layers {
             let l = vb.pp(format!("encoder.layer.{i}"));
-            let q = Linear::load(&l, "attention.self.query", h, h)?;
-            let k = Linear::load(&l, "attention.self.key", h, h)?;
-            let v = Linear::load(&l, "attention.self.value", h, h)?;
+            let [q, k, v, o, ln1] = if arch == Arch::Mpnet {
+                [
+                    "attention.attn.q",
+                    "attention.attn.k",
+                    "attention.attn.v",
+                    "attention.attn.o",
+                    "attention.LayerNorm",
+                ]
+            } else {
+                [
+                    "attention.self.query",
+                    "attention.self.key",
+                    "attention.self.value",
+                    "attention.output.dense",
+                    "attention.output.LayerNorm",
+                ]
+            };
+            let (q, k, v) =
+                (Linear::load(&l, q, h, h)?, Linear::load(&l, k, h, h)?, Linear::load(&l, v, h, h)?);
             layers.push(Layer {
                 qkv: Linear::fused(&[q, k, v])?,
-                out: Linear::load(&l, "attention.output.dense", h, h)?,
-                ln1: Norm::load(&l, "attention.output.LayerNorm", h, cfg.layer_norm_eps)?,
+                out: Linear::load(&l, o, h, h)?,
+                ln1: Norm::load(&l, ln1, h, cfg.layer_norm_eps)?,
                 up: Linear::load(&l, "intermediate.dense", h, cfg.intermediate_size)?,
                 down: Linear::load(&l, "output.dense", cfg.intermediate_size, h)?,
                 ln2: Norm::load(&l, "output.LayerNorm", h, cfg.layer_norm_eps)?,
@@ -177,7 +221,13 @@ impl Encoder {
             "relu" => Act::Relu,
             other => candle_core::bail!("unsupported hidden_act {other:?}"),
         };
-        let pos_offset = if roberta { cfg.pad_token_id.unwrap_or(1) as usize + 1 } else { 0 };
+        let pos_offset = if arch == Arch::Bert { 0 } else { cfg.pad_token_id.unwrap_or(1) as usize + 1 };
+        let rel_bias = if arch == Arch::Mpnet {
+            let buckets = cfg.relative_attention_num_buckets.unwrap_or(32);
+            Some(vb.get((buckets, cfg.num_attention_heads), "encoder.relative_attention_bias.weight")?)
+        } else {
+            None
+        };
         Ok(Self {
             word: candle_nn::Embedding::new(word, h),
             pos: candle_nn::Embedding::new(pos, h),
@@ -188,6 +238,7 @@ impl Encoder {
             hidden: h,
             act,
             pos_offset,
+            rel_bias,
             max_positions: cfg.max_position_embeddings.saturating_sub(pos_offset),
             device: vb.device().clone(),
             dtype: vb.dtype(),
@@ -223,6 +274,19 @@ impl Encoder {
         let scatter = Tensor::from_vec(scatter, n_tok, dev)?;
         let bias = Tensor::from_vec(bias, (n_seq, 1, 1, l), dev)?.to_dtype(self.dtype)?;
 
+        // MPNet: the relative-position bias `[1, heads, L, L]`, the same for every sequence
+        // (positions count from each sequence's start; padding comes after).
+        let rel = match &self.rel_bias {
+            Some(w) => {
+                let buckets = w.dim(0)?;
+                let idx: Vec<u32> = (0..l)
+                    .flat_map(|i| (0..l).map(move |j| relative_bucket(j as i64 - i as i64, buckets, 128)))
+                    .collect();
+                let idx = Tensor::from_vec(idx, l * l, dev)?;
+                Some(w.index_select(&idx, 0)?.reshape((l, l, self.heads))?.permute((2, 0, 1))?.unsqueeze(0)?)
+            }
+            None => None,
+        };
         let x = self.word.forward(&ids)?.add(&self.pos.forward(&pos)?)?.broadcast_add(&self.typ0)?;
         let mut x = self.ln.forward(&x)?;
         let (h, heads) = (self.hidden, self.heads);
@@ -234,7 +298,11 @@ impl Encoder {
             let q = padded.narrow(2, 0, 1)?.squeeze(2)?.transpose(1, 2)?.contiguous()?; // [b, h, L, d]
             let k = padded.narrow(2, 1, 1)?.squeeze(2)?.transpose(1, 2)?.contiguous()?;
             let v = padded.narrow(2, 2, 1)?.squeeze(2)?.transpose(1, 2)?.contiguous()?;
-            let scores = (q.matmul(&k.t()?)? * scale)?.broadcast_add(&bias)?;
+            let mut scores = (q.matmul(&k.t()?)? * scale)?;
+            if let Some(r) = &rel {
+                scores = scores.broadcast_add(r)?;
+            }
+            let scores = scores.broadcast_add(&bias)?;
             let probs = candle_nn::ops::softmax_last_dim(&scores)?;
             let ctx = probs.matmul(&v)?.transpose(1, 2)?.reshape((n_seq * l, h))?; // [b*L, H]
             let ctx = ctx.index_select(&scatter, 0)?; // [N, H]
@@ -251,4 +319,26 @@ impl Encoder {
         }
         Ok(x)
     }
+}
+
+/// MPNet's relative-position bucket (transformers' `MPNetEncoder.relative_position_bucket`, the
+/// T5 scheme): half the buckets for each direction, exact up to a quarter of them, then
+/// logarithmic up to `max_distance`. `relative` is the key's position minus the query's.
+#[must_use]
+pub fn relative_bucket(relative: i64, buckets: usize, max_distance: usize) -> u32 {
+    let half = (buckets / 2) as i64;
+    let n = -relative;
+    let mut ret = if n < 0 { half } else { 0 };
+    let n = n.abs();
+    let max_exact = half / 2;
+    if n < max_exact {
+        ret += n;
+    } else {
+        // In f32, as the reference computes it, truncated toward zero.
+        let large = max_exact
+            + ((n as f32 / max_exact as f32).ln() / (max_distance as f32 / max_exact as f32).ln()
+                * (half - max_exact) as f32) as i64;
+        ret += large.min(half - 1);
+    }
+    ret as u32
 }
