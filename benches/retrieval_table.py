@@ -4,7 +4,7 @@ each chunker's DCG@10 against recursive splitting on the same questions.
     python3 benches/retrieval_table.py results.jsonl [more.jsonl ...]
 
 Each input line is one chunker's JSON object, optionally wrapped as {"cm": MODEL, "r": {...}}
-(as benches/retrieval.sh writes it). Rows are grouped by chunker model; in each group the
+(as benches/retrieval-rust-books.sh writes it). Rows are grouped by chunker model; in each group the
 difference to the `recursive` row is reported with a 95% interval from 10,000 bootstrap
 resamples of the questions (same resample for both chunkers), and the share of resamples in
 which the chunker is ahead. Standard library only.
