@@ -433,6 +433,10 @@ impl ChunkerSpec {
     /// error.
     pub fn build(&self) -> Result<Box<dyn Chunker>> {
         let opts = self.options();
+        // A misspelt device or dtype is an error for every chunker, also those that never
+        // compute on one (the baselines, which then run on the CPU whatever it says).
+        DeviceSpec::parse(&self.device)?;
+        Precision::parse(&self.dtype)?;
         if self.chunker.is_baseline() {
             return build_baseline(self.chunker, SizerSpec::parse(&self.sizer).build()?, opts);
         }

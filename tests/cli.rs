@@ -260,6 +260,9 @@ fn bad_models_and_devices_are_one_line_errors() {
         (vec!["embed", "--model", "./no/such/dir", "--lines", l, "-o", o], "no such directory"),
         (vec!["embed", "--device", "tpu", "--lines", l, "-o", o], "unknown device"),
         (vec!["embed", "--device", "cuda:0", "--lines", l, "-o", o], "not available"),
+        // Chunkers that compute on no device still reject a misspelt one.
+        (vec!["chunk", "--chunker", "recursive", "--device", "tpu", l], "unknown device"),
+        (vec!["chunk", "--chunker", "fixed", "--dtype", "f8", l], "unknown dtype"),
     ] {
         let out = seamcut(&args, None);
         assert!(matches!(out.status.code(), Some(1 | 2)), "{args:?}");
