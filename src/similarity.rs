@@ -31,7 +31,7 @@ pub fn band(vectors: &[f32], dim: usize, width: usize, compute: &Compute) -> Res
 /// The bands of many documents at once from their unit vectors on the device (`[rows, dim]`,
 /// document `d` being rows `offsets[d]..offsets[d+1]`), one kernel launch for all
 /// ([`crate::kernels::band_many`]); only `rows × max(widths)` floats come back to the host,
-/// cut to each document's own width.
+/// cut to each document's own width. Vectors on the CPU take the host code ([`band`]).
 ///
 /// # Errors
 /// If the offsets and widths do not match, or the device fails.
@@ -42,6 +42,20 @@ pub fn bands_many(vectors: &Tensor, offsets: &[usize], widths: &[usize]) -> Resu
             widths.len(),
             offsets.len().saturating_sub(1)
         )));
+    }
+    if vectors.device().is_cpu() {
+        // Vectors already on the host (a CPU model, or a model without a device path): the
+        // host code, document by document, in parallel (the kernels' reference is sequential).
+        let (rows, dim) = vectors.dims2()?;
+        if offsets.last().copied().unwrap_or(0) != rows {
+            return Err(crate::Error::Internal(format!("document offsets do not cover {rows} rows")));
+        }
+        let host = vectors.to_dtype(candle_core::DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
+        return Ok(offsets
+            .windows(2)
+            .zip(widths)
+            .map(|(w, &width)| band_cpu(&host[w[0] * dim..w[1] * dim], dim, width.max(1)))
+            .collect());
     }
     let wmax = widths.iter().copied().max().unwrap_or(1).max(1);
     let flat = crate::kernels::band_many(vectors, offsets, wmax)?.flatten_all()?.to_vec1::<f32>()?;

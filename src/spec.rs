@@ -62,8 +62,8 @@ pub struct ChunkerSpec {
     pub dtype: String,
     /// Whether Max–Min and the global rule take their bands from the device (unit vectors
     /// stay there; one kernel launch per batch; only the bands come back): `null` (the
-    /// default) on a GPU and not on the CPU; `true` on the CPU runs that path through the
-    /// kernels' CPU references, to test it without a GPU.
+    /// default) on a GPU and not on the CPU; `true` on the CPU runs that path's plumbing
+    /// with the host's band code, to test it without a GPU.
     pub device_bands: Option<bool>,
     /// The units the rules group.
     pub units: UnitKind,

@@ -540,7 +540,7 @@ fn bench_chunk_reports_throughput_on_a_generated_corpus() {
 }
 
 /// The GPU data path (unit vectors left on the device, every document's band from one kernel
-/// launch, only the bands copied back), run on the CPU through the kernels' CPU references:
+/// launch, only the bands copied back), run on the CPU (the same plumbing, host band code):
 /// a corpus job and `chunk_batch` give the host path's chunks, for both band-only rules and a
 /// static and a transformer model, and `--embeddings mean` (which needs the unit vectors on
 /// the host) still works with it.

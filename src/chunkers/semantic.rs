@@ -248,7 +248,8 @@ impl SemanticChunker {
     /// unit vectors stay where the model computed them, the bands of all documents of a batch
     /// come from one kernel launch, and only they are copied back. On by default on a GPU, off
     /// on the CPU (where the host code is faster); turned on for a CPU model it runs the same
-    /// path through the kernels' CPU references, which is how it is tested without a GPU.
+    /// path's plumbing on the CPU (the bands by the host code), which is how it is tested
+    /// without a GPU.
     #[must_use]
     pub fn with_device_bands(mut self, on: bool) -> Self {
         self.device_bands = on;
