@@ -27,7 +27,9 @@ fi
 # driver's). Never the link-time stub.
 bin=/tmp/seamcut-gpu/seamcut
 mkdir -p /tmp/seamcut-gpu
-xz -dc .gpu-carry/seamcut.xz > "$bin" && chmod +x "$bin"
+# python's lzma rather than xz(1), which the image may lack.
+python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' \
+  .gpu-carry/seamcut.xz "$bin" && chmod +x "$bin"
 venv=$(python3 -c 'import sys; print(sys.prefix)')
 libs=$(ls -d "$venv"/lib/python3*/site-packages/nvidia/cu13/lib "$venv"/lib/python3*/site-packages/nvidia/*/lib 2>/dev/null | paste -sd: -)
 export LD_LIBRARY_PATH="${libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -36,8 +38,8 @@ echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
 if ldd "$bin" | grep -q "not found"; then ldd "$bin"; echo "run.sh: missing libraries" >&2; exit 11; fi
 ldd "$bin" | grep -E 'libcu|libnvrtc'
 nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader
-t=$(date +%s.%N)
+t=$(date +%s%N)
 "$bin" embed --device cuda --lines - -o /tmp/seamcut-gpu/first.npy <<<"first call: PTX JIT and cuBLAS start-up" \
   || { echo "run.sh: the first CUDA call failed" >&2; exit 12; }
-echo "first call $(echo "$(date +%s.%N) - $t" | bc) s"
+echo "first call (PTX JIT, cuBLAS start-up): $(( ($(date +%s%N) - t) / 1000000 )) ms"
 PYTHONUNBUFFERED=1 exec python3 benches/gpu/bench.py --bin "$bin" --tokenizer .gpu-carry/tokenizer --device cuda --out "$out"
