@@ -41,14 +41,20 @@ __all__ = [
     "RecursiveChunker",
     "SentenceChunker",
     "ParagraphChunker",
+    "LumberChunker",
+    "LumberGuidedChunker",
     "chunk_table",
     "embed",
     "set_num_threads",
     "CHUNKERS",
+    "LLM_CHUNKERS",
 ]
 
 #: The chunkers, as ``Chunker(chunker=...)`` and ``seamcut chunk --chunker`` name them.
 CHUNKERS = ("fixed", "recursive", "sentence", "paragraph", "maxmin", "minima", "breakpoint", "global")
+#: The chunkers that ask an LLM (an OpenAI-compatible server, or a GGUF file run in-process):
+#: ``Chunker("lumber", llm={"url": ..., "model": ...})``.
+LLM_CHUNKERS = ("lumber", "lumber-guided")
 
 
 @dataclass(frozen=True)
@@ -88,7 +94,12 @@ class Chunker:
     ``units``, ``on_model_error``, or a setting of the chosen rule given flat
     (``hard_thr``, ``c``, ``init_const`` for maxmin; ``threshold``, ``similarity_window``,
     ... for minima; ``type``, ``amount``, ``buffer_size`` for breakpoint;
-    ``target_tokens`` for global). Unknown names raise ``ValueError`` listing the known ones.
+    ``target_tokens`` for global; ``theta``, ``attempts``, ``candidates``, ``groups``,
+    ``context_words`` for the LLM chunkers of :data:`LLM_CHUNKERS`, with ``llm`` a dict of
+    the LLM's settings: ``url`` (an OpenAI-compatible ``/v1`` endpoint; empty to run
+    ``model``, a ``.gguf`` file, in-process), ``model``, ``api_key_env``, ``temperature``,
+    ``concurrency``, ``cache`` (``"auto"``, ``"none"`` or a file), ...). Unknown
+    names raise ``ValueError`` listing the known ones.
     """
 
     #: The chunker a class builds when ``chunker`` is not given (each subclass its own).
@@ -250,6 +261,20 @@ class ParagraphChunker(Chunker):
     """One chunk per paragraph, long ones packed by sentences: ``Chunker("paragraph", ...)``."""
 
     _chunker = "paragraph"
+
+
+class LumberChunker(Chunker):
+    """LumberChunker (Duarte et al., EMNLP 2024): an LLM picks where each group of paragraphs
+    changes topic: ``Chunker("lumber", llm={...}, theta=550)``."""
+
+    _chunker = "lumber"
+
+
+class LumberGuidedChunker(Chunker):
+    """The embedding-guided LLM chunker: the similarity band proposes seams, the LLM judges
+    several per request: ``Chunker("lumber-guided", llm={...})``."""
+
+    _chunker = "lumber-guided"
 
 
 def chunk_table(data: Any, chunker: Optional[Chunker] = None, **kwargs: Any):
