@@ -84,7 +84,13 @@ pub fn band_reference(vectors: &[f32], first: &[u32], dim: usize, width: usize) 
 /// # Errors
 /// If `hidden` is not a matrix, `cu_seqlens` does not end at its row count, or the device fails.
 pub fn pool(hidden: &Tensor, cu_seqlens: &[u32], cls: bool) -> Result<Tensor> {
-    let (tokens, _) = hidden.dims2()?;
+    let (tokens, dim) = hidden.dims2()?;
+    if tokens == 0 && cu_seqlens.iter().all(|&c| c == 0) {
+        // Nothing to pool: no launch and no zero-byte device allocation (which the driver
+        // refuses); zero vectors on the host, as the reference gives.
+        let n = cu_seqlens.len().saturating_sub(1);
+        return Ok(Tensor::zeros((n, dim), DType::F32, &candle_core::Device::Cpu)?);
+    }
     if cu_seqlens.last().copied().unwrap_or(0) as usize != tokens {
         return Err(crate::Error::Internal(format!(
             "cu_seqlens ends at {:?} for {tokens} token rows",
@@ -102,6 +108,10 @@ pub fn pool(hidden: &Tensor, cu_seqlens: &[u32], cls: bool) -> Result<Tensor> {
 /// If the offsets do not cover the rows, or the device fails.
 pub fn band_many(vectors: &Tensor, offsets: &[usize], width: usize) -> Result<Tensor> {
     let (rows, _) = vectors.dims2()?;
+    if rows == 0 && offsets.iter().all(|&o| o == 0) {
+        // No rows: no launch and no zero-byte device allocation; an empty host tensor.
+        return Ok(Tensor::zeros((0, width.max(1)), DType::F32, &candle_core::Device::Cpu)?);
+    }
     if offsets.first().copied().unwrap_or(0) != 0
         || offsets.last().copied().unwrap_or(0) != rows
         || offsets.windows(2).any(|w| w[1] < w[0])
@@ -368,5 +378,15 @@ mod tests {
             assert!((a - b).abs() < 2e-3);
         }
         assert!(pool(&t, &[0, 4, 5], false).is_err());
+    }
+
+    #[test]
+    fn empty_batches_give_empty_results_without_a_launch() {
+        let t = Tensor::zeros((0, 4), DType::F32, &Device::Cpu).unwrap();
+        assert_eq!(pool(&t, &[0], false).unwrap().dims(), &[0, 4]);
+        assert_eq!(pool(&t, &[0, 0], true).unwrap().to_vec2::<f32>().unwrap(), vec![vec![0f32; 4]]);
+        assert_eq!(band_many(&t, &[0], 3).unwrap().dims(), &[0, 3]);
+        assert_eq!(band_many(&t, &[0, 0, 0], 1).unwrap().dims(), &[0, 1]);
+        assert!(band_many(&t, &[0, 1], 1).is_err());
     }
 }

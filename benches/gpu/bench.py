@@ -32,9 +32,13 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 RESULTS = {}
-START = time.time()
-# The device run gets 10 minutes in all: steps past this many seconds are skipped, not started.
+# The run's clock starts in run.sh (SEAMCUT_T0), before unpacking and the first call.
+START = float(os.environ.get("SEAMCUT_T0") or time.time())
+# The device run gets 10 minutes in all: steps past DEADLINE seconds are skipped, not started,
+# and no subprocess may run past TOTAL (time is left to copy $OUT back).
 DEADLINE = 480
+TOTAL = 570
+OUT_DIR = None
 
 
 def late(what):
@@ -48,9 +52,17 @@ def log(*a):
     print(*a, flush=True)
 
 
+def save():
+    """results.json as it stands: written after every step, so a run cut short keeps what it measured."""
+    if OUT_DIR:
+        with open(os.path.join(OUT_DIR, "results.json"), "w") as f:
+            json.dump(RESULTS, f, indent=1)
+
+
 def run(cmd, **kw):
     t = time.time()
-    p = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    left = max(5.0, TOTAL - (t - START))
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=left, **kw)
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}): {p.stderr.strip()[-2000:]}")
     return p.stdout, p.stderr, time.time() - t
@@ -107,24 +119,39 @@ def correctness(args, work, dtypes):
     with open(dp, "w", encoding="utf-8") as f:
         for d in docs:
             f.write(json.dumps(d) + "\n")
+    # On a GPU the comparison run takes its bands on the host; on the CPU (the dry run) it
+    # takes the device path's plumbing (bands through the batch-wide code) instead.
+    other_bands = os.path.join(work, "other-bands.json")
+    with open(other_bands, "w") as f:
+        json.dump({"device_bands": args.device == "cpu"}, f)
+    other = f"{args.device}-host-bands" if args.device != "cpu" else "cpu-device-bands"
     bounds = {}
+    RESULTS["correctness"] = res
+    res["boundaries"] = bounds
     for chunker in ("maxmin", "global"):
         outs = {}
-        for device in ("cpu", args.device):
+        # The CPU; the device with its band kernel (the default there); the device with bands
+        # computed on the host from the same vectors (isolates the band kernel).
+        for label, device, extra in (("cpu", "cpu", []), (args.device, args.device, []),
+                                     (other, args.device, ["--spec", other_bands])):
             out, err, _ = run([args.bin, "chunk", dp, "--chunker", chunker, "--model", args.model,
-                               "--device", device, "--dtype", "f32"])
+                               "--device", device, "--dtype", "f32", "--on-model-error", "fail",
+                               "--on-error", "stop", *extra])
             per = {}
             for l in out.splitlines():
                 r = json.loads(l)
                 per.setdefault(r["doc_id"], []).append(r["start"])
-            outs[device] = (per, err.strip().splitlines()[-1] if err.strip() else "")
-        a, b = outs["cpu"][0], outs[args.device][0]
-        same = sum(1 for k in a if a[k] == b.get(k))
-        bounds[chunker] = {"documents": len(a), "identical": same, "summary_device": outs[args.device][1]}
-        log(f"boundaries {chunker}: {same}/{len(a)} documents identical ({args.device}/f32 vs cpu/f32)")
+            outs[label] = (per, err.strip().splitlines()[-1] if err.strip() else "")
+        a = outs["cpu"][0]
+        bounds[chunker] = {"documents": len(a), "summary_device": outs[args.device][1]}
+        for label, (b, _) in outs.items():
+            if label == "cpu" and args.device != "cpu":
+                continue
+            same = sum(1 for k in a if a[k] == b.get(k))
+            bounds[chunker][f"identical_{label}"] = same
+            log(f"boundaries {chunker}: {same}/{len(a)} documents identical ({label}/f32 vs cpu/f32)")
         log(f"  {outs[args.device][1]}")
-    res["boundaries"] = bounds
-    RESULTS["correctness"] = res
+        save()
 
 
 def random_model(work, name, layers, hidden, heads, intermediate):
@@ -195,14 +222,20 @@ def timing(args, work, dtypes):
     if not args.quick:
         models["bert-base"] = random_model(work, "bert-base-random", 12, 768, 12, 3072)
     res = {"texts": len(lines), "seamcut": {}, "sentence_transformers": {}}
+    RESULTS["timing"] = res
     for name, model in models.items():
         for dt in dtypes:
             for budget in args.budgets:
                 if late(f"seamcut {name} {dt} {budget}"):
                     continue
-                tps, tokens = seamcut_tokens_per_s(args, model, dt, budget, lp)
+                try:
+                    tps, tokens = seamcut_tokens_per_s(args, model, dt, budget, lp)
+                except Exception as e:  # one failed setting does not cost the others
+                    log(f"(i) seamcut {name} {args.device}/{dt} batch-tokens {budget}: failed: {e}")
+                    continue
                 res["seamcut"][f"{name}/{dt}/{budget}"] = tps
                 log(f"(i) seamcut {name} {args.device}/{dt} batch-tokens {budget}: {tps:,.0f} tokens/s ({tokens:,} tokens)")
+                save()
         try:
             for bs in args.st_batches:
                 if late(f"sentence-transformers {name} {bs}"):
@@ -210,15 +243,17 @@ def timing(args, work, dtypes):
                 tps, tokens = st_tokens_per_s(model, lines, args.device, bs, args.runs)
                 res["sentence_transformers"][f"{name}/{'fp16' if args.device == 'cuda' else 'fp32'}/{bs}"] = tps
                 log(f"(ii) sentence-transformers {name} {args.device} batch {bs}: {tps:,.0f} tokens/s ({tokens:,} tokens)")
+                save()
         except ImportError as e:
             log(f"(ii) sentence-transformers unavailable here ({e}); skipped")
+        except Exception as e:  # an out-of-memory or a library mismatch: report, go on
+            log(f"(ii) sentence-transformers {name} failed: {e}")
     for name in models:
         s = max((v for k, v in res["seamcut"].items() if k.startswith(name + "/")), default=0)
         t = max((v for k, v in res["sentence_transformers"].items() if k.startswith(name + "/")), default=0)
         if s and t:
             res[f"ratio_{name}"] = s / t
             log(f"best seamcut / best sentence-transformers, {name}: {s / t:.2f}x")
-    RESULTS["timing"] = res
     return max((v for k, v in res["seamcut"].items() if k.startswith("minilm/")), default=0)
 
 
@@ -228,22 +263,25 @@ def end_to_end(args, tokens_per_s, dtype):
     mb = args.e2e_mb
     if tokens_per_s:
         mb = max(1, min(mb, int(tokens_per_s * 4 * args.e2e_seconds / 1e6)))
+    else:  # no throughput measured: a size that fits at a modest rate
+        mb = min(mb, args.e2e_fallback_mb)
     res = {}
+    RESULTS["end_to_end"] = res
     for chunker, size in (("maxmin", mb), ("global", max(1, mb // 4))):
         if late(f"end to end {chunker}"):
             continue
         out, _, _ = run([args.bin, "bench", "chunk", "--generate", str(size), "--chunker", chunker, "--model", args.model,
-                         "--device", args.device, "--dtype", dtype, "--json"])
+                         "--device", args.device, "--dtype", dtype, "--on-model-error", "fail", "--json"])
         r = json.loads(out.strip().splitlines()[-1])
         st = r["stages"]
         res[chunker] = r
-        log(f"(iv) {chunker} {size} MB {args.device}/{dtype}: {r['mb_per_s']:.1f} MB/s, {r['tokens_per_s']:,.0f} tokens/s, "
+        log(f"(iv) {chunker} {size} MB {args.device}/{dtype}: {r['mb_per_s']:.2f} MB/s, {r['tokens_per_s']:,.0f} tokens/s, "
             f"device idle {100 * r['device_idle']:.1f}%, busy s read {st['read']:.1f} prepare {st['prepare']:.1f} "
             f"device {st['device']:.1f} (bands {st['band']:.2f}) finish {st['finish']:.1f} write {st['write']:.1f}")
         dev = max(st["device"], 1e-9)
         log(f"(iii) {chunker}: bands {100 * st['band'] / dev:.2f}% of device time; rules+sizing (finish) "
             f"{st['finish']:.2f} s on the CPU against {st['device']:.2f} s of device time")
-    RESULTS["end_to_end"] = res
+        save()
 
 
 def main():
@@ -266,8 +304,13 @@ def main():
     a.st_batches = [32] if q else [128, 512]
     a.e2e_mb = 1 if q else 200
     a.e2e_seconds = 30 if q else 90
+    a.e2e_fallback_mb = 1 if q else 20
     dtypes = ["f32", "f16"] if a.device == "cpu" else ["f32", "f16", "bf16"]
-    work = os.path.join(a.out, "work")
+    global OUT_DIR
+    OUT_DIR = a.out
+    os.makedirs(a.out, exist_ok=True)
+    # Outside $OUT, which comes back to the caller: models and corpora are made here.
+    work = os.path.join(os.environ.get("TMPDIR", "/tmp"), "seamcut-gpu", "work")
     os.makedirs(work, exist_ok=True)
     if not a.model:
         a.model = random_model(work, "minilm-random", 6, 384, 12, 1536)
@@ -299,8 +342,7 @@ def main():
         status = 1
     RESULTS["seconds"] = time.time() - t0
     shutil.rmtree(work, ignore_errors=True)
-    with open(os.path.join(a.out, "results.json"), "w") as f:
-        json.dump(RESULTS, f, indent=1)
+    save()
     log(f"\ndone in {RESULTS['seconds']:.0f} s; results in {os.path.join(a.out, 'results.json')}")
     sys.exit(status)
 

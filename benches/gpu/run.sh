@@ -9,6 +9,11 @@
 # Writes log.txt and results.json to $OUT (or target/gpu-run).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+# The whole run's clock: bench.py sizes its subprocess timeouts from it to finish inside one
+# 10-minute device call (with time left to copy $OUT back).
+export SEAMCUT_T0="${SEAMCUT_T0:-$(date +%s)}"
+# No network on the device machine: never let transformers or the hub try it.
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 device=cuda
 [ "${1:-}" = "--device" ] && device="${2:-cuda}"
 out="${OUT:-$PWD/target/gpu-run}"
@@ -30,8 +35,19 @@ mkdir -p /tmp/seamcut-gpu
 # python's lzma rather than xz(1), which the image may lack.
 python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' \
   .gpu-carry/seamcut.xz "$bin" && chmod +x "$bin"
-venv=$(python3 -c 'import sys; print(sys.prefix)')
-libs=$(ls -d "$venv"/lib/python3*/site-packages/nvidia/cu13/lib "$venv"/lib/python3*/site-packages/nvidia/*/lib 2>/dev/null | paste -sd: -)
+# The nvidia wheels may sit in the system, a venv or the user's site-packages: ask python.
+libs=$(python3 - <<'PY'
+import glob, site, sys
+roots = list(getattr(site, "getsitepackages", lambda: [])()) + [site.getusersitepackages()]
+roots += [p for p in sys.path if p.endswith("site-packages") or p.endswith("dist-packages")]
+seen = []
+for r in roots:
+    for d in glob.glob(f"{r}/nvidia/cu13/lib") + sorted(glob.glob(f"{r}/nvidia/*/lib")):
+        if d not in seen:
+            seen.append(d)
+print(":".join(seen))
+PY
+)
 export LD_LIBRARY_PATH="${libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export CUDA_CACHE_PATH=/tmp/seamcut-gpu/cuda-cache
 echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
@@ -39,7 +55,7 @@ if ldd "$bin" | grep -q "not found"; then ldd "$bin"; echo "run.sh: missing libr
 ldd "$bin" | grep -E 'libcu|libnvrtc'
 nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader
 t=$(date +%s%N)
-"$bin" embed --device cuda --lines - -o /tmp/seamcut-gpu/first.npy <<<"first call: PTX JIT and cuBLAS start-up" \
+"$bin" embed --device cuda --lines - -o /tmp/seamcut-gpu/first.npy <<<"first call: CUDA context, weights, PTX JIT and cuBLAS start-up" \
   || { echo "run.sh: the first CUDA call failed" >&2; exit 12; }
-echo "first call (PTX JIT, cuBLAS start-up): $(( ($(date +%s%N) - t) / 1000000 )) ms"
+echo "first call, whole process (CUDA context, weights, PTX JIT, cuBLAS start-up): $(( ($(date +%s%N) - t) / 1000000 )) ms"
 PYTHONUNBUFFERED=1 exec python3 benches/gpu/bench.py --bin "$bin" --tokenizer .gpu-carry/tokenizer --device cuda --out "$out"

@@ -239,14 +239,14 @@ impl SemanticChunker {
             policy: ModelErrorPolicy::default(),
             description,
             fallbacks: std::sync::atomic::AtomicU64::new(0),
-            device_bands: !compute.device.is_cpu(),
+            device_bands: compute.device.is_cuda(),
             compute,
         }
     }
 
     /// Whether rules that read only the band (Max–Min, global) get it from the device: the
     /// unit vectors stay where the model computed them, the bands of all documents of a batch
-    /// come from one kernel launch, and only they are copied back. On by default on a GPU, off
+    /// come from one kernel launch, and only they are copied back. On by default on CUDA, off
     /// on the CPU (where the host code is faster); turned on for a CPU model it runs the same
     /// path's plumbing on the CPU (the bands by the host code), which is how it is tested
     /// without a GPU.

@@ -242,7 +242,9 @@ impl Embedder for BertEmbedder {
     }
 
     fn embed_tensor(&self, batch: &FlatBatch) -> Result<Tensor> {
-        if self.compute.device.is_cpu() || batch.is_empty() {
+        // The fused pooling kernel is CUDA C; other devices (CPU, Metal) pool through the
+        // matrix product and hand back host vectors.
+        if !self.compute.device.is_cuda() || batch.is_empty() {
             let v = self.embed(batch)?;
             return Ok(Tensor::from_vec(v, (batch.len(), self.dim), &candle_core::Device::Cpu)?);
         }
@@ -266,9 +268,19 @@ impl BertEmbedder {
             return Ok(Vec::new());
         }
         let dev = self.encoder_device();
-        if unit && !dev.is_cpu() {
-            // On a GPU, pooling and normalisation are one kernel (kernels/pool.cu).
-            return Ok(self.pool_on_device(batch)?.flatten_all()?.to_vec1::<f32>()?);
+        if unit && pooling == self.pooling && dev.is_cuda() {
+            // On a GPU, pooling and normalisation are one kernel (kernels/pool.cu). Should the
+            // kernel fail (an NVRTC or driver the kernel cannot use), the matrix-product pooling
+            // below gives the same vectors, slower: warn once and use it.
+            match self.pool_on_device(batch) {
+                Ok(t) => return Ok(t.flatten_all()?.to_vec1::<f32>()?),
+                Err(e) => {
+                    static WARNED: std::sync::Once = std::sync::Once::new();
+                    WARNED.call_once(|| {
+                        eprintln!("warning: the device pooling kernel failed ({e}); pooling on the device without it");
+                    });
+                }
+            }
         }
         let hidden = self.encoder.forward(batch)?.to_dtype(DType::F32)?; // [N, H]
         let pooled = match pooling {
