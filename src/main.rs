@@ -277,6 +277,10 @@ struct SpecArgs {
     /// Global: the mean chunk size to aim for, tokens, or `auto` (3/4 of the cap).
     #[arg(long, help_heading = "Global (dynamic programming)")]
     target_tokens: Option<seamcut::spec::TargetTokens>,
+    /// Global: weight of the size prior, each chunk paying weight·((t−T)/T)² for t tokens
+    /// against the target T (0: none). [default: 0]
+    #[arg(long, help_heading = "Global (dynamic programming)")]
+    size_weight: Option<f64>,
     /// LLM chunkers: an OpenAI-compatible API's base URL (vLLM, llama.cpp's server, Ollama's
     /// /v1, a hosted API); without it --llm-model is a GGUF file run in-process.
     #[arg(long, help_heading = "LLM chunkers (LumberChunker)")]
@@ -333,7 +337,8 @@ impl SpecArgs {
              filter_window => minima.filter_window, filter_polyorder => minima.filter_polyorder,
              filter_tolerance => minima.filter_tolerance, skip_window => minima.skip_window,
              breakpoint_type => breakpoint.kind, buffer_size => breakpoint.buffer_size,
-             target_tokens => global.target_tokens, llm_url => llm.url, llm_model => llm.model,
+             target_tokens => global.target_tokens,
+             size_weight => global.size_weight, llm_url => llm.url, llm_model => llm.model,
              llm_key_env => llm.api_key_env, llm_temperature => llm.temperature,
              llm_concurrency => llm.concurrency, llm_cache => llm.cache, llm_timeout => llm.timeout_s,
              theta => lumber.theta, seam_candidates => lumber.candidates, seam_groups => lumber.groups);

@@ -62,7 +62,7 @@ pub struct ChunkerSpec {
     pub dtype: String,
     /// Whether Max–Min and the global rule take their bands from the device (unit vectors
     /// stay there; one kernel launch per batch; only the bands come back): `null` (the
-    /// default) on a GPU and not on the CPU; `true` on the CPU runs that path's plumbing
+    /// default) on a CUDA GPU and not elsewhere (CPU, Metal); `true` on the CPU runs that path's plumbing
     /// with the host's band code, to test it without a GPU.
     pub device_bands: Option<bool>,
     /// The units the rules group.
@@ -205,6 +205,9 @@ pub struct GlobalSpec {
     /// The mean chunk size to aim for: a number of tokens, or `auto` (three quarters of the
     /// cap; 192 without one).
     pub target_tokens: TargetTokens,
+    /// The size prior's weight μ: each chunk pays `μ · ((t − T) / T)²` for `t` tokens
+    /// against the target `T` (0: none).
+    pub size_weight: f64,
 }
 
 /// `target_tokens`: a number, or `auto`.
@@ -456,7 +459,7 @@ impl ChunkerSpec {
             UnitKind::Delimiters => Splitter::Delimiters { min_bytes: self.min_characters_per_sentence },
         };
         let compute = self.compute()?;
-        let device_bands = self.device_bands.unwrap_or(!compute.device.is_cpu());
+        let device_bands = self.device_bands.unwrap_or(compute.device.is_cuda());
         Ok(Box::new(
             SemanticChunker::new(model.embedder.clone(), sizer, compute, rule, opts)
                 .with_device_bands(device_bands)
@@ -531,11 +534,20 @@ impl ChunkerSpec {
                 };
                 (Rule::MaxMin(p), note)
             }
+            ChunkerKind::Global
+                if !(self.global.size_weight >= 0.0 && self.global.size_weight.is_finite()) =>
+            {
+                return Err(Error::Config(format!(
+                    "global: size_weight must be a finite number >= 0 (got {})",
+                    self.global.size_weight
+                )));
+            }
             ChunkerKind::Global => (
                 Rule::Global(GlobalParams {
                     max_tokens: self.max_tokens,
                     target_tokens: self.global.target_tokens.resolve(self.max_tokens),
                     penalty: 0.0,
+                    size_weight: self.global.size_weight,
                 }),
                 String::new(),
             ),

@@ -263,6 +263,8 @@ fn bad_models_and_devices_are_one_line_errors() {
         // Chunkers that compute on no device still reject a misspelt one.
         (vec!["chunk", "--chunker", "recursive", "--device", "tpu", l], "unknown device"),
         (vec!["chunk", "--chunker", "fixed", "--dtype", "f8", l], "unknown dtype"),
+        (vec!["chunk", "--chunker", "global", "--size-weight", "NaN", l], "size_weight must be"),
+        (vec!["chunk", "--chunker", "global", "--size-weight=-1", l], "size_weight must be"),
     ] {
         let out = seamcut(&args, None);
         assert!(matches!(out.status.code(), Some(1 | 2)), "{args:?}");

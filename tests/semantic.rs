@@ -38,7 +38,12 @@ fn chunker(rule: Rule, opts: ChunkOptions) -> SemanticChunker {
 fn rules() -> Vec<Rule> {
     vec![
         Rule::MaxMin(MaxMinParams::default()),
-        Rule::Global(seamcut::rules::global::GlobalParams { max_tokens: 0, target_tokens: 40, penalty: 0.0 }),
+        Rule::Global(seamcut::rules::global::GlobalParams {
+            max_tokens: 0,
+            target_tokens: 40,
+            penalty: 0.0,
+            size_weight: 0.0,
+        }),
         Rule::Minima(MinimaParams::default(), WindowMode::Mean),
         Rule::Minima(MinimaParams { skip_window: 1, ..MinimaParams::default() }, WindowMode::Concat),
         Rule::Breakpoint { params: BreakpointParams::default(), buffer: 1, window: WindowMode::Mean },

@@ -22,6 +22,12 @@
 //! brute force in the tests). Unlike the text-tiling family (C99, Utiyama–Isahara's
 //! probabilistic DP) nothing is estimated from word counts: the embedding does that work.
 //!
+//! A size prior can be added (`size_weight` μ): each chunk then also pays
+//! `μ · ((t − T) / T)²` for its `t` tokens against the target `T`, so that among cuts of
+//! similar coherence the DP prefers chunks near the size the retriever is given, as
+//! recursive splitting's even packing does; the DP stays exact (the term depends on the
+//! chunk alone).
+//!
 //! Pure: a band and token counts in, chunk starts out.
 
 use crate::band::Band;
@@ -35,11 +41,36 @@ pub struct GlobalParams {
     pub target_tokens: usize,
     /// λ when there is no target.
     pub penalty: f64,
+    /// μ, the weight of the size prior `μ · ((t − T) / T)²` per chunk of `t` tokens, `T`
+    /// being `target_tokens` (or, without a target, the cap); 0 turns it off.
+    pub size_weight: f64,
 }
 
 impl Default for GlobalParams {
     fn default() -> Self {
-        Self { max_tokens: 256, target_tokens: 192, penalty: 0.5 }
+        Self { max_tokens: 256, target_tokens: 192, penalty: 0.5, size_weight: 0.0 }
+    }
+}
+
+/// The size prior: a chunk of `t` tokens pays `weight · ((t − target) / target)²`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SizePrior {
+    /// Tokens a chunk should hold.
+    pub target: f64,
+    /// μ; 0 is no prior.
+    pub weight: f64,
+}
+
+impl SizePrior {
+    /// No prior.
+    pub const NONE: Self = Self { target: 1.0, weight: 0.0 };
+
+    fn cost(self, tokens: usize) -> f64 {
+        if self.weight == 0.0 {
+            return 0.0;
+        }
+        let d = (tokens as f64 - self.target) / self.target;
+        self.weight * d * d
     }
 }
 
@@ -66,10 +97,16 @@ fn row_prefix(band: &Band, l: usize) -> Vec<f64> {
     pre
 }
 
-/// The best segmentation for penalty `lambda`: chunk starts and the objective's value.
-/// Ties go to the earlier start (deterministic).
+/// The best segmentation for penalty `lambda` and size prior `size`: chunk starts and the
+/// objective's value. Ties go to the earlier start (deterministic).
 #[must_use]
-pub fn segment(band: &Band, tokens: &[usize], max_tokens: usize, lambda: f64) -> (Vec<usize>, f64) {
+pub fn segment(
+    band: &Band,
+    tokens: &[usize],
+    max_tokens: usize,
+    lambda: f64,
+    size: SizePrior,
+) -> (Vec<usize>, f64) {
     let n = tokens.len();
     if n == 0 {
         return (Vec::new(), 0.0);
@@ -77,10 +114,17 @@ pub fn segment(band: &Band, tokens: &[usize], max_tokens: usize, lambda: f64) ->
     let cap = if max_tokens == 0 { usize::MAX } else { max_tokens };
     let l = max_units(band, tokens, cap);
     let pre = row_prefix(band, l);
-    segment_with(&pre, l, tokens, cap, lambda)
+    segment_with(&pre, l, tokens, cap, lambda, size)
 }
 
-fn segment_with(pre: &[f64], l: usize, tokens: &[usize], cap: usize, lambda: f64) -> (Vec<usize>, f64) {
+fn segment_with(
+    pre: &[f64],
+    l: usize,
+    tokens: &[usize],
+    cap: usize,
+    lambda: f64,
+    size: SizePrior,
+) -> (Vec<usize>, f64) {
     let n = tokens.len();
     let mut best = vec![f64::NEG_INFINITY; n + 1];
     let mut from = vec![0usize; n + 1];
@@ -99,7 +143,7 @@ fn segment_with(pre: &[f64], l: usize, tokens: &[usize], cap: usize, lambda: f64
                 break;
             }
             q += 1.0 + 2.0 * pre[u * l + (u - a)];
-            let v = base + q.max(0.0).sqrt() - lambda;
+            let v = base + q.max(0.0).sqrt() - lambda - size.cost(tok);
             if v > best[e] {
                 best[e] = v;
                 from[e] = a;
@@ -116,10 +160,10 @@ fn segment_with(pre: &[f64], l: usize, tokens: &[usize], cap: usize, lambda: f64
     (starts, best[n])
 }
 
-/// The objective of a segmentation for penalty `lambda`, computed directly from the band
-/// (for tests and reports).
+/// The objective of a segmentation for penalty `lambda` and size prior `size`, computed
+/// directly from the band (for tests and reports).
 #[must_use]
-pub fn objective(band: &Band, starts: &[usize], lambda: f64) -> f64 {
+pub fn objective(band: &Band, tokens: &[usize], starts: &[usize], lambda: f64, size: SizePrior) -> f64 {
     let n = band.len();
     (0..starts.len())
         .map(|k| {
@@ -130,7 +174,7 @@ pub fn objective(band: &Band, starts: &[usize], lambda: f64) -> f64 {
                     q += 2.0 * f64::from(band.sim(i, j));
                 }
             }
-            q.max(0.0).sqrt() - lambda
+            q.max(0.0).sqrt() - lambda - size.cost(tokens[a..b].iter().sum())
         })
         .sum()
 }
@@ -147,18 +191,24 @@ pub fn global(band: &Band, tokens: &[usize], p: &GlobalParams) -> Vec<usize> {
     let cap = if p.max_tokens == 0 { usize::MAX } else { p.max_tokens };
     let l = max_units(band, tokens, cap);
     let pre = row_prefix(band, l);
+    let size_target = match (p.target_tokens, p.max_tokens) {
+        (0, 0) => 1.0,
+        (0, m) => m as f64,
+        (t, _) => t as f64,
+    };
+    let size = SizePrior { target: size_target, weight: if size_target > 1.0 { p.size_weight } else { 0.0 } };
     if p.target_tokens == 0 {
-        return segment_with(&pre, l, tokens, cap, p.penalty).0;
+        return segment_with(&pre, l, tokens, cap, p.penalty, size).0;
     }
     let total: usize = tokens.iter().sum();
     let want = (total as f64 / p.target_tokens as f64).round().max(1.0);
     // The chunk count falls as λ grows; a split can gain at most n.
     let (mut lo, mut hi) = (0f64, n as f64 + 1.0);
-    let mut pick = segment_with(&pre, l, tokens, cap, hi).0;
+    let mut pick = segment_with(&pre, l, tokens, cap, hi, size).0;
     let score = |s: &[usize]| (s.len() as f64 - want).abs();
     for _ in 0..40 {
         let mid = 0.5 * (lo + hi);
-        let s = segment_with(&pre, l, tokens, cap, mid).0;
+        let s = segment_with(&pre, l, tokens, cap, mid, size).0;
         let better = score(&s) < score(&pick) || (score(&s) == score(&pick) && s.len() < pick.len());
         if s.len() as f64 > want {
             lo = mid;
@@ -212,8 +262,14 @@ mod tests {
             let (band, tokens) = random_case(&mut seed, n);
             let cap = [0, 6, 9, 14][case % 4];
             let lambda = rng(&mut seed) * 2.0;
-            let (starts, value) = segment(&band, &tokens, cap, lambda);
-            assert!((objective(&band, &starts, lambda) - value).abs() < 1e-9);
+            // Half the cases with a size prior (targets around a few units' tokens).
+            let size = if case % 2 == 0 {
+                SizePrior::NONE
+            } else {
+                SizePrior { target: 2.0 + rng(&mut seed) * 10.0, weight: rng(&mut seed) * 3.0 }
+            };
+            let (starts, value) = segment(&band, &tokens, cap, lambda, size);
+            assert!((objective(&band, &tokens, &starts, lambda, size) - value).abs() < 1e-9);
             let capped = if cap == 0 { usize::MAX } else { cap };
             let mut best = f64::NEG_INFINITY;
             for mask in 0u32..(1 << (n - 1)) {
@@ -224,7 +280,7 @@ mod tests {
                     b - a == 1 || tokens[a..b].iter().sum::<usize>() <= capped
                 });
                 if fits {
-                    best = best.max(objective(&band, &s, lambda));
+                    best = best.max(objective(&band, &tokens, &s, lambda, size));
                 }
             }
             assert!((best - value).abs() < 1e-9, "case {case}: dp {value} vs brute force {best}");
@@ -237,7 +293,8 @@ mod tests {
         for n in [1, 2, 5, 40, 300] {
             let (band, tokens) = random_case(&mut seed, n);
             for target in [0, 4, 12, 40] {
-                let p = GlobalParams { max_tokens: 24, target_tokens: target, penalty: 0.3 };
+                let p =
+                    GlobalParams { max_tokens: 24, target_tokens: target, penalty: 0.3, size_weight: 1.0 };
                 let s = global(&band, &tokens, &p);
                 assert_eq!(s[0], 0);
                 assert!(s.windows(2).all(|w| w[0] < w[1]) && *s.last().unwrap() < n);
@@ -250,8 +307,19 @@ mod tests {
         // Two clean topics: one cut, exactly between them.
         let v: Vec<f32> = (0..10).flat_map(|i| if i < 6 { [1.0, 0.0] } else { [0.0, 1.0] }).collect();
         let band = Band::from_vectors(&v, 2, 10);
-        let s = global(&band, &[10; 10], &GlobalParams { max_tokens: 0, target_tokens: 50, penalty: 0.0 });
+        let s = global(
+            &band,
+            &[10; 10],
+            &GlobalParams { max_tokens: 0, target_tokens: 50, penalty: 0.0, size_weight: 0.0 },
+        );
         assert_eq!(s, vec![0, 6]);
+        // A strong size prior with a target of half the text moves the cut to the middle.
+        let s = global(
+            &band,
+            &[10; 10],
+            &GlobalParams { max_tokens: 0, target_tokens: 50, penalty: 0.0, size_weight: 100.0 },
+        );
+        assert_eq!(s, vec![0, 5]);
     }
 
     #[test]
@@ -260,8 +328,11 @@ mod tests {
         let (band, tokens) = random_case(&mut seed, 200);
         let total: usize = tokens.iter().sum();
         for target in [10, 20, 40] {
-            let s =
-                global(&band, &tokens, &GlobalParams { max_tokens: 0, target_tokens: target, penalty: 0.0 });
+            let s = global(
+                &band,
+                &tokens,
+                &GlobalParams { max_tokens: 0, target_tokens: target, penalty: 0.0, size_weight: 0.0 },
+            );
             let want = (total as f64 / target as f64).round();
             assert!(
                 (s.len() as f64 - want).abs() <= want * 0.15 + 1.0,
@@ -269,5 +340,24 @@ mod tests {
                 s.len()
             );
         }
+    }
+
+    #[test]
+    fn a_size_prior_evens_chunk_sizes_at_the_same_count() {
+        let mut seed = 5;
+        let (band, tokens) = random_case(&mut seed, 300);
+        let spread = |w: f64| {
+            let p = GlobalParams { max_tokens: 40, target_tokens: 20, penalty: 0.0, size_weight: w };
+            let s = global(&band, &tokens, &p);
+            let sizes: Vec<f64> = (0..s.len())
+                .map(|k| tokens[s[k]..s.get(k + 1).copied().unwrap_or(300)].iter().sum::<usize>() as f64)
+                .collect();
+            let mean = sizes.iter().sum::<f64>() / sizes.len() as f64;
+            (s.len(), (sizes.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / sizes.len() as f64).sqrt())
+        };
+        let (n0, sd0) = spread(0.0);
+        let (n1, sd1) = spread(4.0);
+        assert!((n0 as f64 - n1 as f64).abs() <= 0.1 * n0 as f64, "{n0} vs {n1} chunks");
+        assert!(sd1 < 0.8 * sd0, "size spread {sd1} with the prior, {sd0} without");
     }
 }
