@@ -36,8 +36,11 @@ RESULTS = {}
 START = float(os.environ.get("SEAMCUT_T0") or time.time())
 # The device run gets 10 minutes in all: steps past DEADLINE seconds are skipped, not started,
 # and no subprocess may run past TOTAL (time is left to copy $OUT back).
-DEADLINE = 480
-TOTAL = 570
+# run.sh passes the call's limit (SEAMCUT_BUDGET_S, 600 s by default; the device tool may
+# grant less when its budget is partly spent).
+BUDGET = float(os.environ.get("SEAMCUT_BUDGET_S") or 600)
+DEADLINE = BUDGET - 120
+TOTAL = BUDGET - 30
 OUT_DIR = None
 
 
@@ -55,8 +58,11 @@ def log(*a):
 def save():
     """results.json as it stands: written after every step, so a run cut short keeps what it measured."""
     if OUT_DIR:
-        with open(os.path.join(OUT_DIR, "results.json"), "w") as f:
+        # A temporary name and a rename: a kill mid-write keeps the previous results.
+        path = os.path.join(OUT_DIR, "results.json")
+        with open(path + ".tmp", "w") as f:
             json.dump(RESULTS, f, indent=1)
+        os.replace(path + ".tmp", path)
 
 
 def run(cmd, **kw):
@@ -105,15 +111,23 @@ def correctness(args, work, dtypes):
     lines = texts(args.texts, 1)
     lp = os.path.join(work, "fixed.txt")
     write_lines(lp, lines)
-    ref, _ = embed(args, args.model, "cpu", "f32", lp, os.path.join(work, "cpu.npy"))
     res = {}
+    RESULTS["correctness"] = res
+    ref, _ = embed(args, args.model, "cpu", "f32", lp, os.path.join(work, "cpu.npy"))
     for dt in dtypes:
-        got, secs = embed(args, args.model, args.device, dt, lp, os.path.join(work, f"dev-{dt}.npy"))
+        try:
+            got, secs = embed(args, args.model, args.device, dt, lp, os.path.join(work, f"dev-{dt}.npy"))
+        except Exception as e:  # one dtype failing does not cost the others or the boundaries
+            res[dt] = {"error": str(e)[-500:], "pass": False}
+            log(f"embeddings {args.device}/{dt}: failed: {e}")
+            save()
+            continue
         cos = np.sum(got * ref, axis=1) / (np.linalg.norm(got, axis=1) * np.linalg.norm(ref, axis=1))
         ok = bool(cos.min() >= 0.999)
         res[dt] = {"texts": len(lines), "min_cos": float(cos.min()), "mean_cos": float(cos.mean()), "pass": ok}
         log(f"embeddings {args.device}/{dt} vs cpu/f32 on {len(lines)} texts: min cos {cos.min():.6f} "
             f"mean {cos.mean():.6f} -> {'PASS' if ok else 'FAIL'}")
+        save()
     docs = documents(args.docs, 2)
     dp = os.path.join(work, "docs.jsonl")
     with open(dp, "w", encoding="utf-8") as f:
@@ -126,7 +140,6 @@ def correctness(args, work, dtypes):
         json.dump({"device_bands": args.device == "cpu"}, f)
     other = f"{args.device}-host-bands" if args.device != "cpu" else "cpu-device-bands"
     bounds = {}
-    RESULTS["correctness"] = res
     res["boundaries"] = bounds
     for chunker in ("maxmin", "global"):
         outs = {}
@@ -238,7 +251,9 @@ def timing(args, work, dtypes):
                 save()
         try:
             for bs in args.st_batches:
-                if late(f"sentence-transformers {name} {bs}"):
+                # In-process (no subprocess timeout): only started with time to spare.
+                if late(f"sentence-transformers {name} {bs}") or time.time() - START > TOTAL - 150:
+                    log(f"(ii) sentence-transformers {name} batch {bs}: skipped, too little time left")
                     continue
                 tps, tokens = st_tokens_per_s(model, lines, args.device, bs, args.runs)
                 res["sentence_transformers"][f"{name}/{'fp16' if args.device == 'cuda' else 'fp32'}/{bs}"] = tps
@@ -311,6 +326,8 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     # Outside $OUT, which comes back to the caller: models and corpora are made here.
     work = os.path.join(os.environ.get("TMPDIR", "/tmp"), "seamcut-gpu", "work")
+    # A warm machine may keep an earlier (perhaps killed) run's files: start clean.
+    shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work, exist_ok=True)
     if not a.model:
         a.model = random_model(work, "minilm-random", 6, 384, 12, 1536)

@@ -12,6 +12,9 @@ cd "$(dirname "$0")/../.."
 # The whole run's clock: bench.py sizes its subprocess timeouts from it to finish inside one
 # 10-minute device call (with time left to copy $OUT back).
 export SEAMCUT_T0="${SEAMCUT_T0:-$(date +%s)}"
+# The device call's limit in seconds (the tool's timeout_s): pass a smaller one when less
+# device time is left, e.g. SEAMCUT_BUDGET_S=420 benches/gpu/run.sh.
+export SEAMCUT_BUDGET_S="${SEAMCUT_BUDGET_S:-600}"
 # No network on the device machine: never let transformers or the hub try it.
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 device=cuda

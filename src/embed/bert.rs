@@ -263,26 +263,37 @@ impl BertEmbedder {
     /// # Errors
     /// On a device or shape failure.
     pub fn forward_pooled(&self, batch: &FlatBatch, pooling: Pooling, unit: bool) -> Result<Vec<f32>> {
-        let n = batch.len();
-        if n == 0 {
+        if batch.is_empty() {
             return Ok(Vec::new());
         }
-        let dev = self.encoder_device();
-        if unit && pooling == self.pooling && dev.is_cuda() {
-            // On a GPU, pooling and normalisation are one kernel (kernels/pool.cu). Should the
-            // kernel fail (an NVRTC or driver the kernel cannot use), the matrix-product pooling
-            // below gives the same vectors, slower: warn once and use it.
-            match self.pool_on_device(batch) {
-                Ok(t) => return Ok(t.flatten_all()?.to_vec1::<f32>()?),
-                Err(e) => {
-                    static WARNED: std::sync::Once = std::sync::Once::new();
-                    WARNED.call_once(|| {
-                        eprintln!("warning: the device pooling kernel failed ({e}); pooling on the device without it");
-                    });
-                }
+        let pooled = if unit && pooling == self.pooling && self.encoder_device().is_cuda() {
+            // On a GPU, pooling and normalisation are one kernel (kernels/pool.cu).
+            self.pool_on_device(batch)?
+        } else {
+            let hidden = self.encoder.forward(batch)?;
+            self.pool_product(&hidden, batch, pooling, unit)?
+        };
+        let mut out = pooled.flatten_all()?.to_vec1::<f32>()?;
+        if unit {
+            for row in out.chunks_mut(self.dim) {
+                normalize(row); // exact unit length after the device's arithmetic
             }
         }
-        let hidden = self.encoder.forward(batch)?.to_dtype(DType::F32)?; // [N, H]
+        Ok(out)
+    }
+
+    /// Pool `hidden` (`[tokens, H]`) with `pooling` by a gather (CLS) or one matrix product
+    /// (mean), in f32 on the encoder's device; L2-normalised rows when `unit` is set.
+    fn pool_product(
+        &self,
+        hidden: &Tensor,
+        batch: &FlatBatch,
+        pooling: Pooling,
+        unit: bool,
+    ) -> Result<Tensor> {
+        let n = batch.len();
+        let dev = self.encoder_device();
+        let hidden = hidden.to_dtype(DType::F32)?; // [N, H]
         let pooled = match pooling {
             Pooling::Cls => {
                 let first: Vec<u32> = batch.cu_seqlens[..n].iter().map(|&s| s as u32).collect();
@@ -301,23 +312,32 @@ impl BertEmbedder {
             }
         };
         if !unit {
-            return Ok(pooled.flatten_all()?.to_vec1::<f32>()?);
+            return Ok(pooled);
         }
         let norms = pooled.sqr()?.sum_keepdim(D::Minus1)?.sqrt()?.clamp(1e-12f32, f32::MAX)?;
-        let pooled = pooled.broadcast_div(&norms)?;
-        let mut out = pooled.flatten_all()?.to_vec1::<f32>()?;
-        for row in out.chunks_mut(self.dim) {
-            normalize(row); // exact unit length after the device's arithmetic
-        }
-        Ok(out)
+        Ok(pooled.broadcast_div(&norms)?)
     }
 
-    /// Encode and pool on the device with the fused kernel, in the encoder's dtype: unit
-    /// vectors `[n, dim]` f32, left on the device.
+    /// Encode and pool on the device, in the encoder's dtype: unit vectors `[n, dim]` f32,
+    /// left on the device. The fused kernel pools; should it fail (an NVRTC or driver it
+    /// cannot use), the matrix-product pooling of the same hidden states gives the same
+    /// vectors, slower: warned once, and the kernel is not tried again in this process.
     fn pool_on_device(&self, batch: &FlatBatch) -> Result<Tensor> {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        static KERNEL_FAILED: AtomicBool = AtomicBool::new(false);
         let hidden = self.encoder.forward(batch)?; // [tokens, H], the model's dtype
-        let cu: Vec<u32> = batch.cu_seqlens.iter().map(|&c| c as u32).collect();
-        crate::kernels::pool(&hidden, &cu, self.pooling == Pooling::Cls)
+        if !KERNEL_FAILED.load(Ordering::Relaxed) {
+            let cu: Vec<u32> = batch.cu_seqlens.iter().map(|&c| c as u32).collect();
+            match crate::kernels::pool(&hidden, &cu, self.pooling == Pooling::Cls) {
+                Ok(t) => return Ok(t),
+                Err(e) => {
+                    if !KERNEL_FAILED.swap(true, Ordering::Relaxed) {
+                        eprintln!("warning: the device pooling kernel failed ({e}); pooling by matrix products instead");
+                    }
+                }
+            }
+        }
+        self.pool_product(&hidden, batch, self.pooling, true)
     }
 
     fn encoder_device(&self) -> candle_core::Device {

@@ -6,9 +6,9 @@
 //! fingerprint) is written the same way. A kill at any moment leaves the last manifest and
 //! its parts intact; parts past it are deleted on resume, and the reader skips the items the
 //! manifest counts. When every batch is committed the parts are assembled into `FILE`
-//! (JSONL: concatenated; Parquet: re-batched into one file; embeddings: one `.npy`; errors:
-//! one `.errors.jsonl`), each written under a temporary name and renamed, and the folder is
-//! removed. The assembled bytes depend only on the sequence of chunks, so a resumed job's
+//! (JSONL: concatenated, or a single part hard-linked in place; Parquet: re-batched into
+//! one file; embeddings: one `.npy`; errors: one `.errors.jsonl`), each written under a
+//! temporary name and renamed, and the folder is removed. The assembled bytes depend only on the sequence of chunks, so a resumed job's
 //! output equals an uninterrupted one's byte for byte.
 
 use std::collections::BTreeMap;
@@ -154,6 +154,11 @@ impl Committer {
         resume: bool,
     ) -> Result<Self> {
         let dir = with_suffix(out, ".seamcut-partial");
+        // A finished job's folder, renamed for deletion when a kill stopped that: garbage.
+        let done = with_suffix(out, ".seamcut-done");
+        if done.is_dir() {
+            std::fs::remove_dir_all(&done).map_err(io(&done))?;
+        }
         let fresh =
             Manifest { version: 1, job: job.clone(), parts: 0, totals: Totals::default(), complete: false };
         let manifest = if dir.is_dir() {
@@ -318,14 +323,36 @@ impl Committer {
             // A stale list from an earlier run of this output would mislead.
             std::fs::remove_file(&errors).map_err(io(&errors))?;
         }
-        sync_dir(self.out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")))?;
-        std::fs::remove_dir_all(&self.dir).map_err(io(&self.dir))
+        let parent = self.out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        sync_dir(parent)?;
+        // Out of the way in one atomic step before deleting: a kill while the folder's files
+        // are being removed (in no set order) must not leave a manifest without its parts.
+        let done = with_suffix(&self.out, ".seamcut-done");
+        let _ = std::fs::remove_dir_all(&done);
+        std::fs::rename(&self.dir, &done).map_err(io(&self.dir))?;
+        sync_dir(parent)?;
+        std::fs::remove_dir_all(&done).map_err(io(&done))
     }
 }
 
 /// Write `head` then the files' bytes, in order, to `out` (through a temporary file).
 fn concat(files: &[PathBuf], out: &Path, head: &[u8]) -> Result<()> {
     let tmp = tmp_name(out);
+    if let ([only], []) = (files, head) {
+        // One committed part is already the output's bytes, fsync'd: link it in place of a
+        // copy (a job's one batch, the common case for a single file; `seamcut chunk` on a
+        // 3.7 MB novel wrote and synced 3.9 MB twice). The part keeps its own name until the
+        // folder goes, so a kill before that still resumes; the caller syncs the folder.
+        // Where links are not supported, the copy below.
+        let _ = std::fs::remove_file(&tmp);
+        if std::fs::hard_link(only, &tmp).is_ok() {
+            std::fs::rename(&tmp, out).map_err(io(out))?;
+            // Renaming a link onto another link of the same file (a resumed assembly) is a
+            // no-op that leaves the temporary name.
+            let _ = std::fs::remove_file(&tmp);
+            return Ok(());
+        }
+    }
     let mut w = create(&tmp)?;
     w.write_all(head).map_err(io(&tmp))?;
     for f in files {
@@ -334,4 +361,50 @@ fn concat(files: &[PathBuf], out: &Path, head: &[u8]) -> Result<()> {
     }
     w.sync_all().map_err(io(&tmp))?;
     std::fs::rename(&tmp, out).map_err(io(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn concat_links_a_single_part_and_copies_several() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.part");
+        let b = dir.path().join("b.part");
+        std::fs::write(&a, b"one\n").unwrap();
+        std::fs::write(&b, b"two\n").unwrap();
+        let out = dir.path().join("out.jsonl");
+        std::fs::write(&out, b"stale").unwrap();
+        concat(std::slice::from_ref(&a), &out, &[]).unwrap();
+        assert_eq!(std::fs::read(&out).unwrap(), b"one\n");
+        assert!(a.is_file(), "the part stays until its folder goes");
+        assert!(!tmp_name(&out).exists());
+        // Assembling again (a resume after a kill before the folder was removed): same bytes,
+        // no temporary name left behind although the output already is the part's file.
+        concat(std::slice::from_ref(&a), &out, &[]).unwrap();
+        assert_eq!(std::fs::read(&out).unwrap(), b"one\n");
+        assert!(!tmp_name(&out).exists());
+        std::fs::remove_file(&a).unwrap();
+        assert_eq!(std::fs::read(&out).unwrap(), b"one\n");
+        concat(std::slice::from_ref(&b), &out, b"head:").unwrap();
+        assert_eq!(std::fs::read(&out).unwrap(), b"head:two\n");
+        std::fs::write(&a, b"one\n").unwrap();
+        concat(&[a, b], &out, &[]).unwrap();
+        assert_eq!(std::fs::read(&out).unwrap(), b"one\ntwo\n");
+    }
+
+    #[test]
+    fn a_finished_jobs_folder_goes_and_a_leftover_one_is_cleared() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out.jsonl");
+        let done = with_suffix(&out, ".seamcut-done");
+        std::fs::create_dir(&done).unwrap();
+        std::fs::write(done.join("manifest.json"), b"{}").unwrap();
+        let c = Committer::open(&out, OutputFormat::Jsonl, Vec::new(), None, "job".into(), false).unwrap();
+        assert!(!done.exists(), "a killed deletion's leftovers are removed");
+        c.finish().unwrap();
+        assert_eq!(std::fs::read(&out).unwrap(), b"");
+        assert!(!with_suffix(&out, ".seamcut-partial").exists() && !done.exists());
+    }
 }

@@ -202,8 +202,10 @@ pub fn global(band: &Band, tokens: &[usize], p: &GlobalParams) -> Vec<usize> {
     }
     let total: usize = tokens.iter().sum();
     let want = (total as f64 / p.target_tokens as f64).round().max(1.0);
-    // The chunk count falls as λ grows; a split can gain at most n.
-    let (mut lo, mut hi) = (0f64, n as f64 + 1.0);
+    // The chunk count falls as λ grows; a split can gain at most n in coherence, plus what it
+    // saves of the size prior (a chunk of t ≤ total tokens pays at most the larger of the
+    // prior at 0 and at total tokens).
+    let (mut lo, mut hi) = (0f64, n as f64 + 1.0 + size.cost(total).max(size.cost(0)));
     let mut pick = segment_with(&pre, l, tokens, cap, hi, size).0;
     let score = |s: &[usize]| (s.len() as f64 - want).abs();
     for _ in 0..40 {
