@@ -45,8 +45,8 @@ pub fn bands_many(vectors: &Tensor, offsets: &[usize], widths: &[usize]) -> Resu
     }
     if !vectors.device().is_cuda() {
         // Vectors not on a CUDA device (a CPU model, a model without a device path, Metal,
-        // where the band kernel is not written): the host code, document by document, in
-        // parallel (the kernels' reference is sequential).
+        // where the band kernel is not written): the host code, document by document, each
+        // band's rows in parallel (the kernels' reference is sequential).
         let (rows, dim) = vectors.dims2()?;
         if offsets.last().copied().unwrap_or(0) != rows {
             return Err(crate::Error::Internal(format!("document offsets do not cover {rows} rows")));

@@ -62,8 +62,8 @@ pub struct ChunkerSpec {
     pub dtype: String,
     /// Whether Max–Min and the global rule take their bands from the device (unit vectors
     /// stay there; one kernel launch per batch; only the bands come back): `null` (the
-    /// default) on a CUDA GPU and not elsewhere (CPU, Metal); `true` on the CPU runs that path's plumbing
-    /// with the host's band code, to test it without a GPU.
+    /// default) on a CUDA GPU and not elsewhere (CPU, Metal); `true` on the CPU runs that
+    /// path's plumbing with the host's band code, to test it without a GPU.
     pub device_bands: Option<bool>,
     /// The units the rules group.
     pub units: UnitKind,
@@ -459,10 +459,12 @@ impl ChunkerSpec {
             UnitKind::Delimiters => Splitter::Delimiters { min_bytes: self.min_characters_per_sentence },
         };
         let compute = self.compute()?;
-        let device_bands = self.device_bands.unwrap_or(compute.device.is_cuda());
+        let mut chunker = SemanticChunker::new(model.embedder.clone(), sizer, compute, rule, opts);
+        if let Some(on) = self.device_bands {
+            chunker = chunker.with_device_bands(on); // else SemanticChunker's default: on CUDA
+        }
         Ok(Box::new(
-            SemanticChunker::new(model.embedder.clone(), sizer, compute, rule, opts)
-                .with_device_bands(device_bands)
+            chunker
                 .with_splitter(splitter)
                 .with_model_error_policy(self.on_model_error)
                 .with_description(format!("{} on {}{calibration}", self.chunker, model.embedder.describe())),

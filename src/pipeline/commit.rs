@@ -8,8 +8,9 @@
 //! manifest counts. When every batch is committed the parts are assembled into `FILE`
 //! (JSONL: concatenated, or a single part hard-linked in place; Parquet: re-batched into
 //! one file; embeddings: one `.npy`; errors: one `.errors.jsonl`), each written under a
-//! temporary name and renamed, and the folder is removed. The assembled bytes depend only on the sequence of chunks, so a resumed job's
-//! output equals an uninterrupted one's byte for byte.
+//! temporary name and renamed, and the folder is removed. The assembled bytes depend only
+//! on the sequence of chunks, so a resumed job's output equals an uninterrupted one's byte
+//! for byte.
 
 use std::collections::BTreeMap;
 use std::io::Write;

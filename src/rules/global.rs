@@ -191,12 +191,11 @@ pub fn global(band: &Band, tokens: &[usize], p: &GlobalParams) -> Vec<usize> {
     let cap = if p.max_tokens == 0 { usize::MAX } else { p.max_tokens };
     let l = max_units(band, tokens, cap);
     let pre = row_prefix(band, l);
-    let size_target = match (p.target_tokens, p.max_tokens) {
-        (0, 0) => 1.0,
-        (0, m) => m as f64,
-        (t, _) => t as f64,
+    // The prior's target: the size asked for, else the cap; neither, no prior.
+    let size = match if p.target_tokens > 0 { p.target_tokens } else { p.max_tokens } {
+        0 => SizePrior::NONE,
+        t => SizePrior { target: t as f64, weight: p.size_weight },
     };
-    let size = SizePrior { target: size_target, weight: if size_target > 1.0 { p.size_weight } else { 0.0 } };
     if p.target_tokens == 0 {
         return segment_with(&pre, l, tokens, cap, p.penalty, size).0;
     }
