@@ -281,6 +281,13 @@ struct SpecArgs {
     /// against the target T (0: none). [default: 0]
     #[arg(long, help_heading = "Global (dynamic programming)")]
     size_weight: Option<f64>,
+    /// Global: weight of each cut's TextTiling depth score (block cosines either side of the
+    /// seam against the nearest peaks; 0: none). [default: 0]
+    #[arg(long, help_heading = "Global (dynamic programming)")]
+    depth_weight: Option<f64>,
+    /// Global: units per block on each side of a seam for its depth score. [default: 2]
+    #[arg(long, help_heading = "Global (dynamic programming)")]
+    block: Option<usize>,
     /// LLM chunkers: an OpenAI-compatible API's base URL (vLLM, llama.cpp's server, Ollama's
     /// /v1, a hosted API); without it --llm-model is a GGUF file run in-process.
     #[arg(long, help_heading = "LLM chunkers (LumberChunker)")]
@@ -338,7 +345,8 @@ impl SpecArgs {
              filter_tolerance => minima.filter_tolerance, skip_window => minima.skip_window,
              breakpoint_type => breakpoint.kind, buffer_size => breakpoint.buffer_size,
              target_tokens => global.target_tokens,
-             size_weight => global.size_weight, llm_url => llm.url, llm_model => llm.model,
+             size_weight => global.size_weight, depth_weight => global.depth_weight,
+             block => global.block, llm_url => llm.url, llm_model => llm.model,
              llm_key_env => llm.api_key_env, llm_temperature => llm.temperature,
              llm_concurrency => llm.concurrency, llm_cache => llm.cache, llm_timeout => llm.timeout_s,
              theta => lumber.theta, seam_candidates => lumber.candidates, seam_groups => lumber.groups);

@@ -199,7 +199,7 @@ impl Default for BreakpointSpec {
 }
 
 /// The global rule's parameters ([`crate::rules::global`]).
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct GlobalSpec {
     /// The mean chunk size to aim for: a number of tokens, or `auto` (three quarters of the
@@ -208,6 +208,22 @@ pub struct GlobalSpec {
     /// The size prior's weight μ: each chunk pays `μ · ((t − T) / T)²` for `t` tokens
     /// against the target `T` (0: none).
     pub size_weight: f64,
+    /// β, the weight of each cut's TextTiling depth score (0: none).
+    pub depth_weight: f64,
+    /// Units per block on each side of a seam for its depth score (at least 1).
+    pub block: usize,
+}
+
+impl Default for GlobalSpec {
+    fn default() -> Self {
+        let p = GlobalParams::default();
+        Self {
+            target_tokens: TargetTokens::Auto,
+            size_weight: p.size_weight,
+            depth_weight: p.depth_weight,
+            block: p.block,
+        }
+    }
 }
 
 /// `target_tokens`: a number, or `auto`.
@@ -544,12 +560,25 @@ impl ChunkerSpec {
                     self.global.size_weight
                 )));
             }
+            ChunkerKind::Global if self.global.block == 0 => {
+                return Err(Error::Config("global: block must be at least 1 unit".into()));
+            }
+            ChunkerKind::Global
+                if !(self.global.depth_weight >= 0.0 && self.global.depth_weight.is_finite()) =>
+            {
+                return Err(Error::Config(format!(
+                    "global: depth_weight must be a finite number >= 0 (got {})",
+                    self.global.depth_weight
+                )));
+            }
             ChunkerKind::Global => (
                 Rule::Global(GlobalParams {
                     max_tokens: self.max_tokens,
                     target_tokens: self.global.target_tokens.resolve(self.max_tokens),
                     penalty: 0.0,
                     size_weight: self.global.size_weight,
+                    depth_weight: self.global.depth_weight,
+                    block: self.global.block,
                 }),
                 String::new(),
             ),

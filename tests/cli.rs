@@ -265,6 +265,8 @@ fn bad_models_and_devices_are_one_line_errors() {
         (vec!["chunk", "--chunker", "fixed", "--dtype", "f8", l], "unknown dtype"),
         (vec!["chunk", "--chunker", "global", "--size-weight", "NaN", l], "size_weight must be"),
         (vec!["chunk", "--chunker", "global", "--size-weight=-1", l], "size_weight must be"),
+        (vec!["chunk", "--chunker", "global", "--depth-weight", "inf", l], "depth_weight must be"),
+        (vec!["chunk", "--chunker", "global", "--block", "0", l], "block must be at least 1"),
     ] {
         let out = seamcut(&args, None);
         assert!(matches!(out.status.code(), Some(1 | 2)), "{args:?}");

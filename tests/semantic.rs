@@ -42,7 +42,15 @@ fn rules() -> Vec<Rule> {
             max_tokens: 0,
             target_tokens: 40,
             penalty: 0.0,
-            size_weight: 0.0,
+            ..Default::default()
+        }),
+        Rule::Global(seamcut::rules::global::GlobalParams {
+            max_tokens: 0,
+            target_tokens: 40,
+            penalty: 0.0,
+            depth_weight: 2.0,
+            block: 2,
+            ..Default::default()
         }),
         Rule::Minima(MinimaParams::default(), WindowMode::Mean),
         Rule::Minima(MinimaParams { skip_window: 1, ..MinimaParams::default() }, WindowMode::Concat),

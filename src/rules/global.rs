@@ -28,6 +28,14 @@
 //! recursive splitting's even packing does; the DP stays exact (the term depends on the
 //! chunk alone).
 //!
+//! A seam term can be added (`depth_weight` β, `block` k): each cut also earns β times its
+//! TextTiling depth score (Hearst 1997) — the cosine between the summed vectors of the `k`
+//! units before and after the seam, and how far that dips below the nearest peaks on either
+//! side — so that the DP weighs the local evidence for a seam (what Max–Min, minima and
+//! breakpoints see) against the chunks' coherence. Block cosines come from the band too
+//! (`‖Σ v‖²` and the cross terms are pairwise cosines within `2k − 1` units), and the term
+//! depends on the cut alone, so the DP stays exact.
+//!
 //! Pure: a band and token counts in, chunk starts out.
 
 use crate::band::Band;
@@ -44,11 +52,23 @@ pub struct GlobalParams {
     /// μ, the weight of the size prior `μ · ((t − T) / T)²` per chunk of `t` tokens, `T`
     /// being `target_tokens` (or, without a target, the cap); 0 turns it off.
     pub size_weight: f64,
+    /// β, the weight of each cut's depth score ([`depth_scores`]); 0 turns it off.
+    pub depth_weight: f64,
+    /// Units per block on each side of a seam for its depth score (at least 1; the band's
+    /// width limits it to `(width + 1) / 2`).
+    pub block: usize,
 }
 
 impl Default for GlobalParams {
     fn default() -> Self {
-        Self { max_tokens: 256, target_tokens: 192, penalty: 0.5, size_weight: 0.0 }
+        Self {
+            max_tokens: 256,
+            target_tokens: 192,
+            penalty: 0.5,
+            size_weight: 0.0,
+            depth_weight: 0.0,
+            block: 2,
+        }
     }
 }
 
@@ -74,6 +94,59 @@ impl SizePrior {
     }
 }
 
+/// TextTiling depth scores from the band: entry `g` (for `1 <= g < n`; entry 0 is 0) scores a
+/// cut before unit `g`. The gap's similarity is the cosine between the sums of the `block`
+/// units before and after it (fewer at the document's ends; `block` is limited to what the
+/// band reaches, `(width + 1) / 2`); its depth is how far that lies below the highest
+/// similarity reached climbing monotonically to the left, plus the same to the right
+/// (Hearst 1997). Deep gaps are seams between two locally coherent stretches.
+#[must_use]
+pub fn depth_scores(band: &Band, block: usize) -> Vec<f64> {
+    let n = band.len();
+    if n < 2 {
+        return vec![0.0; n];
+    }
+    let k = block.max(1).min(band.width().div_ceil(2).max(1));
+    // Gap similarities for g = 1..n (index g − 1).
+    let sq = |a: usize, b: usize| -> f64 {
+        // ‖Σ_{a..b} v‖²: b − a plus twice the pairwise cosines.
+        let mut q = (b - a) as f64;
+        for i in a..b {
+            for j in a..i {
+                q += 2.0 * f64::from(band.sim(i, j));
+            }
+        }
+        q.max(1e-12)
+    };
+    let sims: Vec<f64> = (1..n)
+        .map(|g| {
+            let (a, b) = (g.saturating_sub(k), (g + k).min(n));
+            let mut cross = 0f64;
+            for i in g..b {
+                for j in a..g {
+                    cross += f64::from(band.sim(i, j));
+                }
+            }
+            cross / (sq(a, g) * sq(g, b)).sqrt()
+        })
+        .collect();
+    let mut depth = vec![0f64; n];
+    for (x, &s) in sims.iter().enumerate() {
+        let (mut left, mut i) = (s, x);
+        while i > 0 && sims[i - 1] >= left {
+            left = sims[i - 1];
+            i -= 1;
+        }
+        let (mut right, mut i) = (s, x);
+        while i + 1 < sims.len() && sims[i + 1] >= right {
+            right = sims[i + 1];
+            i += 1;
+        }
+        depth[x + 1] = (left - s) + (right - s);
+    }
+    depth
+}
+
 /// Units a chunk may hold: the band reaches `width` back, and no run of units from any
 /// start fits the cap past [`super::sizing::max_units`].
 fn max_units(band: &Band, tokens: &[usize], cap: usize) -> usize {
@@ -97,7 +170,8 @@ fn row_prefix(band: &Band, l: usize) -> Vec<f64> {
     pre
 }
 
-/// The best segmentation for penalty `lambda` and size prior `size`: chunk starts and the
+/// The best segmentation for penalty `lambda`, size prior `size` and seam bonuses `seam`
+/// (`seam[g]` earned by a cut before unit `g`; empty for none): chunk starts and the
 /// objective's value. Ties go to the earlier start (deterministic).
 #[must_use]
 pub fn segment(
@@ -106,6 +180,7 @@ pub fn segment(
     max_tokens: usize,
     lambda: f64,
     size: SizePrior,
+    seam: &[f64],
 ) -> (Vec<usize>, f64) {
     let n = tokens.len();
     if n == 0 {
@@ -114,7 +189,7 @@ pub fn segment(
     let cap = if max_tokens == 0 { usize::MAX } else { max_tokens };
     let l = max_units(band, tokens, cap);
     let pre = row_prefix(band, l);
-    segment_with(&pre, l, tokens, cap, lambda, size)
+    segment_with(&pre, l, tokens, cap, lambda, size, seam)
 }
 
 fn segment_with(
@@ -124,16 +199,17 @@ fn segment_with(
     cap: usize,
     lambda: f64,
     size: SizePrior,
+    seam: &[f64],
 ) -> (Vec<usize>, f64) {
     let n = tokens.len();
     let mut best = vec![f64::NEG_INFINITY; n + 1];
     let mut from = vec![0usize; n + 1];
     best[0] = 0.0;
     for a in 0..n {
-        let base = best[a];
-        if base == f64::NEG_INFINITY {
+        if best[a] == f64::NEG_INFINITY {
             continue;
         }
+        let base = best[a] + if a > 0 { seam.get(a).copied().unwrap_or(0.0) } else { 0.0 };
         let (mut q, mut tok) = (0f64, 0usize);
         for e in a + 1..=(a + l).min(n) {
             let u = e - 1;
@@ -160,12 +236,20 @@ fn segment_with(
     (starts, best[n])
 }
 
-/// The objective of a segmentation for penalty `lambda` and size prior `size`, computed
-/// directly from the band (for tests and reports).
+/// The objective of a segmentation for penalty `lambda`, size prior `size` and seam bonuses
+/// `seam`, computed directly from the band (for tests and reports).
 #[must_use]
-pub fn objective(band: &Band, tokens: &[usize], starts: &[usize], lambda: f64, size: SizePrior) -> f64 {
+pub fn objective(
+    band: &Band,
+    tokens: &[usize],
+    starts: &[usize],
+    lambda: f64,
+    size: SizePrior,
+    seam: &[f64],
+) -> f64 {
     let n = band.len();
-    (0..starts.len())
+    let cuts: f64 = starts.iter().filter(|&&g| g > 0).map(|&g| seam.get(g).copied().unwrap_or(0.0)).sum();
+    cuts + (0..starts.len())
         .map(|k| {
             let (a, b) = (starts[k], starts.get(k + 1).copied().unwrap_or(n));
             let mut q = (b - a) as f64;
@@ -176,7 +260,7 @@ pub fn objective(band: &Band, tokens: &[usize], starts: &[usize], lambda: f64, s
             }
             q.max(0.0).sqrt() - lambda - size.cost(tokens[a..b].iter().sum())
         })
-        .sum()
+        .sum::<f64>()
 }
 
 /// Chunk starts (unit indices, first 0) for a document of `band.len()` units with
@@ -196,20 +280,26 @@ pub fn global(band: &Band, tokens: &[usize], p: &GlobalParams) -> Vec<usize> {
         0 => SizePrior::NONE,
         t => SizePrior { target: t as f64, weight: p.size_weight },
     };
+    let seam: Vec<f64> = if p.depth_weight > 0.0 {
+        depth_scores(band, p.block).into_iter().map(|d| p.depth_weight * d).collect()
+    } else {
+        Vec::new()
+    };
     if p.target_tokens == 0 {
-        return segment_with(&pre, l, tokens, cap, p.penalty, size).0;
+        return segment_with(&pre, l, tokens, cap, p.penalty, size, &seam).0;
     }
     let total: usize = tokens.iter().sum();
     let want = (total as f64 / p.target_tokens as f64).round().max(1.0);
     // The chunk count falls as λ grows; a split can gain at most n in coherence, plus what it
     // saves of the size prior (a chunk of t ≤ total tokens pays at most the larger of the
-    // prior at 0 and at total tokens).
-    let (mut lo, mut hi) = (0f64, n as f64 + 1.0 + size.cost(total).max(size.cost(0)));
-    let mut pick = segment_with(&pre, l, tokens, cap, hi, size).0;
+    // prior at 0 and at total tokens), plus the largest seam bonus.
+    let top = seam.iter().copied().fold(0f64, f64::max);
+    let (mut lo, mut hi) = (0f64, n as f64 + 1.0 + size.cost(total).max(size.cost(0)) + top);
+    let mut pick = segment_with(&pre, l, tokens, cap, hi, size, &seam).0;
     let score = |s: &[usize]| (s.len() as f64 - want).abs();
     for _ in 0..40 {
         let mid = 0.5 * (lo + hi);
-        let s = segment_with(&pre, l, tokens, cap, mid, size).0;
+        let s = segment_with(&pre, l, tokens, cap, mid, size, &seam).0;
         let better = score(&s) < score(&pick) || (score(&s) == score(&pick) && s.len() < pick.len());
         if s.len() as f64 > want {
             lo = mid;
@@ -269,8 +359,15 @@ mod tests {
             } else {
                 SizePrior { target: 2.0 + rng(&mut seed) * 10.0, weight: rng(&mut seed) * 3.0 }
             };
-            let (starts, value) = segment(&band, &tokens, cap, lambda, size);
-            assert!((objective(&band, &tokens, &starts, lambda, size) - value).abs() < 1e-9);
+            // A third of the cases with depth-score seam bonuses.
+            let seam: Vec<f64> = if case % 3 == 0 {
+                let w = rng(&mut seed) * 2.0;
+                depth_scores(&band, 1 + case % 3).into_iter().map(|d| w * d).collect()
+            } else {
+                Vec::new()
+            };
+            let (starts, value) = segment(&band, &tokens, cap, lambda, size, &seam);
+            assert!((objective(&band, &tokens, &starts, lambda, size, &seam) - value).abs() < 1e-9);
             let capped = if cap == 0 { usize::MAX } else { cap };
             let mut best = f64::NEG_INFINITY;
             for mask in 0u32..(1 << (n - 1)) {
@@ -281,7 +378,7 @@ mod tests {
                     b - a == 1 || tokens[a..b].iter().sum::<usize>() <= capped
                 });
                 if fits {
-                    best = best.max(objective(&band, &tokens, &s, lambda, size));
+                    best = best.max(objective(&band, &tokens, &s, lambda, size, &seam));
                 }
             }
             assert!((best - value).abs() < 1e-9, "case {case}: dp {value} vs brute force {best}");
@@ -294,8 +391,14 @@ mod tests {
         for n in [1, 2, 5, 40, 300] {
             let (band, tokens) = random_case(&mut seed, n);
             for target in [0, 4, 12, 40] {
-                let p =
-                    GlobalParams { max_tokens: 24, target_tokens: target, penalty: 0.3, size_weight: 1.0 };
+                let p = GlobalParams {
+                    max_tokens: 24,
+                    target_tokens: target,
+                    penalty: 0.3,
+                    size_weight: 1.0,
+                    depth_weight: if n % 2 == 0 { 2.0 } else { 0.0 },
+                    block: 2,
+                };
                 let s = global(&band, &tokens, &p);
                 assert_eq!(s[0], 0);
                 assert!(s.windows(2).all(|w| w[0] < w[1]) && *s.last().unwrap() < n);
@@ -311,14 +414,20 @@ mod tests {
         let s = global(
             &band,
             &[10; 10],
-            &GlobalParams { max_tokens: 0, target_tokens: 50, penalty: 0.0, size_weight: 0.0 },
+            &GlobalParams { max_tokens: 0, target_tokens: 50, penalty: 0.0, ..GlobalParams::default() },
         );
         assert_eq!(s, vec![0, 6]);
         // A strong size prior with a target of half the text moves the cut to the middle.
         let s = global(
             &band,
             &[10; 10],
-            &GlobalParams { max_tokens: 0, target_tokens: 50, penalty: 0.0, size_weight: 100.0 },
+            &GlobalParams {
+                max_tokens: 0,
+                target_tokens: 50,
+                penalty: 0.0,
+                size_weight: 100.0,
+                ..GlobalParams::default()
+            },
         );
         assert_eq!(s, vec![0, 5]);
     }
@@ -332,7 +441,12 @@ mod tests {
             let s = global(
                 &band,
                 &tokens,
-                &GlobalParams { max_tokens: 0, target_tokens: target, penalty: 0.0, size_weight: 0.0 },
+                &GlobalParams {
+                    max_tokens: 0,
+                    target_tokens: target,
+                    penalty: 0.0,
+                    ..GlobalParams::default()
+                },
             );
             let want = (total as f64 / target as f64).round();
             assert!(
@@ -348,7 +462,13 @@ mod tests {
         let mut seed = 5;
         let (band, tokens) = random_case(&mut seed, 300);
         let spread = |w: f64| {
-            let p = GlobalParams { max_tokens: 40, target_tokens: 20, penalty: 0.0, size_weight: w };
+            let p = GlobalParams {
+                max_tokens: 40,
+                target_tokens: 20,
+                penalty: 0.0,
+                size_weight: w,
+                ..GlobalParams::default()
+            };
             let s = global(&band, &tokens, &p);
             let sizes: Vec<f64> = (0..s.len())
                 .map(|k| tokens[s[k]..s.get(k + 1).copied().unwrap_or(300)].iter().sum::<usize>() as f64)
@@ -360,5 +480,48 @@ mod tests {
         let (n1, sd1) = spread(4.0);
         assert!((n0 as f64 - n1 as f64).abs() <= 0.1 * n0 as f64, "{n0} vs {n1} chunks");
         assert!(sd1 < 0.8 * sd0, "size spread {sd1} with the prior, {sd0} without");
+    }
+
+    #[test]
+    fn depth_scores_peak_at_the_topic_change() {
+        // Units 0..6 on one topic, 6..12 on another, with a little noise inside each.
+        let v: Vec<f32> = (0..12)
+            .flat_map(|i| {
+                let e = 0.1 * (i % 3) as f32;
+                let x = if i < 6 { [1.0, e, 0.0] } else { [0.0, e, 1.0] };
+                let norm = x.iter().map(|a| a * a).sum::<f32>().sqrt();
+                x.map(|a| a / norm)
+            })
+            .collect();
+        for (width, block) in [(11, 1), (11, 2), (11, 3), (3, 5)] {
+            let band = Band::from_vectors(&v, 3, width);
+            let d = depth_scores(&band, block);
+            assert_eq!(d.len(), 12);
+            assert_eq!(d[0], 0.0);
+            assert!(d.iter().all(|&x| x >= 0.0));
+            let top = (1..12).max_by(|&a, &b| d[a].total_cmp(&d[b])).unwrap();
+            assert_eq!(top, 6, "width {width}, block {block}: {d:?}");
+            assert!(d[6] > 1.5, "{d:?}");
+        }
+        assert_eq!(depth_scores(&Band::from_vectors(&[1.0], 1, 1), 2), vec![0.0]);
+        assert!(depth_scores(&Band::from_vectors(&[], 1, 1), 2).is_empty());
+    }
+
+    #[test]
+    fn a_depth_weight_moves_the_cut_to_the_deepest_seam() {
+        // Coherence alone would cut the 12 units evenly at the target; a large depth weight
+        // cuts at the topic change (unit 4), keeping the cap.
+        let v: Vec<f32> = (0..12).flat_map(|i| if i < 4 { [1.0, 0.0] } else { [0.6, 0.8] }).collect();
+        let band = Band::from_vectors(&v, 2, 11);
+        let p = GlobalParams {
+            max_tokens: 0,
+            target_tokens: 60,
+            penalty: 0.0,
+            size_weight: 50.0,
+            depth_weight: 0.0,
+            block: 2,
+        };
+        assert_eq!(global(&band, &[10; 12], &p), vec![0, 6]);
+        assert_eq!(global(&band, &[10; 12], &GlobalParams { depth_weight: 100.0, ..p }), vec![0, 4]);
     }
 }

@@ -94,7 +94,7 @@ class Chunker:
     ``units``, ``on_model_error``, or a setting of the chosen rule given flat
     (``hard_thr``, ``c``, ``init_const`` for maxmin; ``threshold``, ``similarity_window``,
     ... for minima; ``type``, ``amount``, ``buffer_size`` for breakpoint;
-    ``target_tokens``, ``size_weight`` for global; ``theta``, ``attempts``, ``candidates``, ``groups``,
+    ``target_tokens``, ``size_weight``, ``depth_weight``, ``block`` for global; ``theta``, ``attempts``, ``candidates``, ``groups``,
     ``context_words`` for the LLM chunkers of :data:`LLM_CHUNKERS`, with ``llm`` a dict of
     the LLM's settings: ``url`` (an OpenAI-compatible ``/v1`` endpoint; empty to run
     ``model``, a ``.gguf`` file, in-process), ``model``, ``api_key_env``, ``temperature``,
