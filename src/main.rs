@@ -288,6 +288,10 @@ struct SpecArgs {
     /// Global: units per block on each side of a seam for its depth score. [default: 2]
     #[arg(long, help_heading = "Global (dynamic programming)")]
     block: Option<usize>,
+    /// Global: weight of the structure prior, a cut before a heading-like line gaining it and
+    /// a cut right after one losing it (0: none). [default: 0]
+    #[arg(long, help_heading = "Global (dynamic programming)")]
+    heading_weight: Option<f64>,
     /// LLM chunkers: an OpenAI-compatible API's base URL (vLLM, llama.cpp's server, Ollama's
     /// /v1, a hosted API); without it --llm-model is a GGUF file run in-process.
     #[arg(long, help_heading = "LLM chunkers (LumberChunker)")]
@@ -346,7 +350,7 @@ impl SpecArgs {
              breakpoint_type => breakpoint.kind, buffer_size => breakpoint.buffer_size,
              target_tokens => global.target_tokens,
              size_weight => global.size_weight, depth_weight => global.depth_weight,
-             block => global.block, llm_url => llm.url, llm_model => llm.model,
+             block => global.block, heading_weight => global.heading_weight, llm_url => llm.url, llm_model => llm.model,
              llm_key_env => llm.api_key_env, llm_temperature => llm.temperature,
              llm_concurrency => llm.concurrency, llm_cache => llm.cache, llm_timeout => llm.timeout_s,
              theta => lumber.theta, seam_candidates => lumber.candidates, seam_groups => lumber.groups);

@@ -212,6 +212,9 @@ pub struct GlobalSpec {
     pub depth_weight: f64,
     /// Units per block on each side of a seam for its depth score (at least 1).
     pub block: usize,
+    /// γ, the structure prior's weight: a cut before a heading gains γ, a cut right after
+    /// one loses γ ([`crate::segment::structure`]; 0: none).
+    pub heading_weight: f64,
 }
 
 impl Default for GlobalSpec {
@@ -222,6 +225,7 @@ impl Default for GlobalSpec {
             size_weight: p.size_weight,
             depth_weight: p.depth_weight,
             block: p.block,
+            heading_weight: p.heading_weight,
         }
     }
 }
@@ -571,6 +575,14 @@ impl ChunkerSpec {
                     self.global.depth_weight
                 )));
             }
+            ChunkerKind::Global
+                if !(self.global.heading_weight >= 0.0 && self.global.heading_weight.is_finite()) =>
+            {
+                return Err(Error::Config(format!(
+                    "global: heading_weight must be a finite number >= 0 (got {})",
+                    self.global.heading_weight
+                )));
+            }
             ChunkerKind::Global => (
                 Rule::Global(GlobalParams {
                     max_tokens: self.max_tokens,
@@ -579,6 +591,7 @@ impl ChunkerSpec {
                     size_weight: self.global.size_weight,
                     depth_weight: self.global.depth_weight,
                     block: self.global.block,
+                    heading_weight: self.global.heading_weight,
                 }),
                 String::new(),
             ),

@@ -267,6 +267,7 @@ fn bad_models_and_devices_are_one_line_errors() {
         (vec!["chunk", "--chunker", "global", "--size-weight=-1", l], "size_weight must be"),
         (vec!["chunk", "--chunker", "global", "--depth-weight", "inf", l], "depth_weight must be"),
         (vec!["chunk", "--chunker", "global", "--block", "0", l], "block must be at least 1"),
+        (vec!["chunk", "--chunker", "global", "--heading-weight=-2", l], "heading_weight must be"),
     ] {
         let out = seamcut(&args, None);
         assert!(matches!(out.status.code(), Some(1 | 2)), "{args:?}");

@@ -50,6 +50,7 @@ fn rules() -> Vec<Rule> {
             penalty: 0.0,
             depth_weight: 2.0,
             block: 2,
+            heading_weight: 1.0,
             ..Default::default()
         }),
         Rule::Minima(MinimaParams::default(), WindowMode::Mean),

@@ -21,6 +21,7 @@ use crate::rules::global::{global, GlobalParams};
 use crate::rules::maxmin::{maxmin, MaxMinParams};
 use crate::rules::minima::{skip_and_merge, split_groups, split_starts, MinimaParams};
 use crate::rules::sizing;
+use crate::segment::structure::heading_prior;
 use crate::segment::{delimiters, Segmenter};
 use crate::similarity;
 use crate::sizer::Sizer;
@@ -327,7 +328,10 @@ impl SemanticChunker {
                 let p = MaxMinParams { max_tokens: self.opts.max_tokens, ..p };
                 maxmin(band, tokens, &p)
             }
-            Rule::Global(p) => global(band, tokens, &GlobalParams { max_tokens: self.opts.max_tokens, ..p }),
+            Rule::Global(p) => {
+                let prior = heading_prior(unit_texts, p.heading_weight);
+                global(band, tokens, &prior, &GlobalParams { max_tokens: self.opts.max_tokens, ..p })
+            }
             Rule::Minima(p, mode) => {
                 let w = p.similarity_window;
                 let sims = match mode {

@@ -57,6 +57,9 @@ pub struct GlobalParams {
     /// Units per block on each side of a seam for its depth score (at least 1; the band's
     /// width limits it to `(width + 1) / 2`).
     pub block: usize,
+    /// γ, the weight of the structure prior: not read by the rule itself; the chunker turns it
+    /// into the `prior` it passes ([`crate::segment::structure::heading_prior`]).
+    pub heading_weight: f64,
 }
 
 impl Default for GlobalParams {
@@ -68,6 +71,7 @@ impl Default for GlobalParams {
             size_weight: 0.0,
             depth_weight: 0.0,
             block: 2,
+            heading_weight: 0.0,
         }
     }
 }
@@ -265,9 +269,11 @@ pub fn objective(
 
 /// Chunk starts (unit indices, first 0) for a document of `band.len()` units with
 /// `tokens[i]` tokens each: the optimal segmentation under the penalty whose chunk count
-/// comes closest to `total tokens / target_tokens` (the fewer chunks on a tie).
+/// comes closest to `total tokens / target_tokens` (the fewer chunks on a tie). `prior[g]`
+/// (empty for none) is added to the bonus of a cut before unit `g`: seam evidence from
+/// outside the band, such as structure.
 #[must_use]
-pub fn global(band: &Band, tokens: &[usize], p: &GlobalParams) -> Vec<usize> {
+pub fn global(band: &Band, tokens: &[usize], prior: &[f64], p: &GlobalParams) -> Vec<usize> {
     let n = tokens.len();
     if n == 0 {
         return Vec::new();
@@ -280,11 +286,17 @@ pub fn global(band: &Band, tokens: &[usize], p: &GlobalParams) -> Vec<usize> {
         0 => SizePrior::NONE,
         t => SizePrior { target: t as f64, weight: p.size_weight },
     };
-    let seam: Vec<f64> = if p.depth_weight > 0.0 {
+    let mut seam: Vec<f64> = if p.depth_weight > 0.0 {
         depth_scores(band, p.block).into_iter().map(|d| p.depth_weight * d).collect()
     } else {
         Vec::new()
     };
+    if !prior.is_empty() {
+        seam.resize(n, 0.0);
+        for (s, q) in seam.iter_mut().zip(prior) {
+            *s += q;
+        }
+    }
     if p.target_tokens == 0 {
         return segment_with(&pre, l, tokens, cap, p.penalty, size, &seam).0;
     }
@@ -293,8 +305,10 @@ pub fn global(band: &Band, tokens: &[usize], p: &GlobalParams) -> Vec<usize> {
     // The chunk count falls as λ grows; a split can gain at most n in coherence, plus what it
     // saves of the size prior (a chunk of t ≤ total tokens pays at most the larger of the
     // prior at 0 and at total tokens), plus the largest seam bonus.
+    // A negative bonus (a prior against a cut) is made up for by a negative penalty.
     let top = seam.iter().copied().fold(0f64, f64::max);
-    let (mut lo, mut hi) = (0f64, n as f64 + 1.0 + size.cost(total).max(size.cost(0)) + top);
+    let bottom = seam.iter().copied().fold(0f64, f64::min);
+    let (mut lo, mut hi) = (bottom, n as f64 + 1.0 + size.cost(total).max(size.cost(0)) + top);
     let mut pick = segment_with(&pre, l, tokens, cap, hi, size, &seam).0;
     let score = |s: &[usize]| (s.len() as f64 - want).abs();
     for _ in 0..40 {
@@ -362,7 +376,8 @@ mod tests {
             // A third of the cases with depth-score seam bonuses.
             let seam: Vec<f64> = if case % 3 == 0 {
                 let w = rng(&mut seed) * 2.0;
-                depth_scores(&band, 1 + case % 3).into_iter().map(|d| w * d).collect()
+                // Plus a signed prior (structure can argue against a cut).
+                depth_scores(&band, 1 + case % 3).into_iter().map(|d| w * d + rng(&mut seed) - 0.5).collect()
             } else {
                 Vec::new()
             };
@@ -398,8 +413,9 @@ mod tests {
                     size_weight: 1.0,
                     depth_weight: if n % 2 == 0 { 2.0 } else { 0.0 },
                     block: 2,
+                    heading_weight: 0.0,
                 };
-                let s = global(&band, &tokens, &p);
+                let s = global(&band, &tokens, &[], &p);
                 assert_eq!(s[0], 0);
                 assert!(s.windows(2).all(|w| w[0] < w[1]) && *s.last().unwrap() < n);
                 for k in 0..s.len() {
@@ -414,6 +430,7 @@ mod tests {
         let s = global(
             &band,
             &[10; 10],
+            &[],
             &GlobalParams { max_tokens: 0, target_tokens: 50, penalty: 0.0, ..GlobalParams::default() },
         );
         assert_eq!(s, vec![0, 6]);
@@ -421,6 +438,7 @@ mod tests {
         let s = global(
             &band,
             &[10; 10],
+            &[],
             &GlobalParams {
                 max_tokens: 0,
                 target_tokens: 50,
@@ -441,6 +459,7 @@ mod tests {
             let s = global(
                 &band,
                 &tokens,
+                &[],
                 &GlobalParams {
                     max_tokens: 0,
                     target_tokens: target,
@@ -469,7 +488,7 @@ mod tests {
                 size_weight: w,
                 ..GlobalParams::default()
             };
-            let s = global(&band, &tokens, &p);
+            let s = global(&band, &tokens, &[], &p);
             let sizes: Vec<f64> = (0..s.len())
                 .map(|k| tokens[s[k]..s.get(k + 1).copied().unwrap_or(300)].iter().sum::<usize>() as f64)
                 .collect();
@@ -520,8 +539,26 @@ mod tests {
             size_weight: 50.0,
             depth_weight: 0.0,
             block: 2,
+            heading_weight: 0.0,
         };
-        assert_eq!(global(&band, &[10; 12], &p), vec![0, 6]);
-        assert_eq!(global(&band, &[10; 12], &GlobalParams { depth_weight: 100.0, ..p }), vec![0, 4]);
+        assert_eq!(global(&band, &[10; 12], &[], &p), vec![0, 6]);
+        assert_eq!(global(&band, &[10; 12], &[], &GlobalParams { depth_weight: 100.0, ..p }), vec![0, 4]);
+    }
+
+    #[test]
+    fn a_prior_moves_cuts_and_a_negative_one_keeps_them_away() {
+        // Uniform vectors: coherence is indifferent to where the one cut goes (ties go early).
+        let v: Vec<f32> = (0..10).flat_map(|_| [1.0, 0.0]).collect();
+        let band = Band::from_vectors(&v, 2, 9);
+        let p = GlobalParams { max_tokens: 70, target_tokens: 50, penalty: 0.0, ..GlobalParams::default() };
+        let plain = global(&band, &[10; 10], &[], &p);
+        assert_eq!(plain.len(), 2);
+        let mut prior = vec![0.0; 10];
+        prior[7] = 1.0;
+        assert_eq!(global(&band, &[10; 10], &prior, &p), vec![0, 7]);
+        // Against a cut at 3, 4, 5 and 6: the cap (7 units) leaves only 7 … 3; 7 wins.
+        let mut prior = vec![0.0; 10];
+        prior[3..7].fill(-1.0);
+        assert_eq!(global(&band, &[10; 10], &prior, &p), vec![0, 7]);
     }
 }

@@ -19,6 +19,7 @@ mod abbrev;
 pub mod delimiters;
 mod lines;
 mod sentences;
+pub mod structure;
 
 pub use sentences::is_cjk;
 
