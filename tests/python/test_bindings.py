@@ -115,6 +115,11 @@ def test_chonkie_shaped_api_and_spec():
     assert isinstance(c("One. Two."), list) and isinstance(c(["One.", "Two."]), list)
     assert seamcut.MaxMinChunker(max_tokens=64).spec == seamcut.Chunker("maxmin", max_tokens=64).spec
     assert seamcut.TokenChunker(max_tokens=8, overlap=2).name == "fixed"
+    # The global rule's seam terms are spec fields like any other.
+    g = seamcut.Chunker("global", max_tokens=32, heading_weight=1.0, depth_weight=0.5, block=3)
+    assert g.spec["global"] == {**g.spec["global"], "heading_weight": 1.0, "depth_weight": 0.5, "block": 3}
+    t = "1 Intro\n\nSome text here. More.\n\n2 Usage\n\nRun it."
+    assert " ".join(x.text for x in g(t)).split() == t.split()
     # A chunker pickles as its class and spec (how Ray ships it to workers).
     again = pickle.loads(pickle.dumps(c))
     assert again.spec == c.spec and again.chunk(MIXED) == c.chunk(MIXED)
