@@ -479,7 +479,10 @@ impl ChunkerSpec {
             UnitKind::Delimiters => Splitter::Delimiters { min_bytes: self.min_characters_per_sentence },
         };
         let compute = self.compute()?;
-        let mut chunker = SemanticChunker::new(model.embedder.clone(), sizer, compute, rule, opts);
+        // `sizer: default` counts with the model's own tokenizer (`model_sizer`): the ids that
+        // counted a unit are the ones it embeds.
+        let mut chunker = SemanticChunker::new(model.embedder.clone(), sizer, compute, rule, opts)
+            .with_shared_tokenizer(self.sizer == "default");
         if let Some(on) = self.device_bands {
             chunker = chunker.with_device_bands(on); // else SemanticChunker's default: on CUDA
         }

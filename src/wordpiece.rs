@@ -394,6 +394,19 @@ impl TextTokenizer {
         self.hf.encode_fast(text, false).map(|e| e.get_ids().to_vec()).unwrap_or_default()
     }
 
+    /// Content token ids, or `None` where the HF pipeline fails on `text` (where [`Self::count`]
+    /// falls back to characters): `try_ids(t).map(|i| i.len()) == Some(count(t))` otherwise.
+    #[must_use]
+    pub fn try_ids(&self, text: &str) -> Option<Vec<u32>> {
+        let mut ids = Vec::with_capacity(text.len() / 3);
+        if let Some(f) = &self.fast {
+            if f.encode(text, &mut ids, None) {
+                return Some(ids);
+            }
+        }
+        self.hf.encode_fast(text, false).ok().map(|e| e.get_ids().to_vec())
+    }
+
     /// Number of content tokens.
     #[must_use]
     pub fn count(&self, text: &str) -> usize {

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use super::pack::fill_sentence_counts;
-use super::units::{paragraph_units, sentence_units, spans_to_units, Units};
+use super::units::{paragraph_units, paragraph_units_ids, sentence_units, spans_to_units, UnitIds, Units};
 use super::{ChunkOptions, Chunker};
 use crate::band::Band;
 use crate::chunk::ChunkSpan;
@@ -163,6 +163,7 @@ pub struct SemanticChunker {
     description: String,
     fallbacks: std::sync::atomic::AtomicU64,
     device_bands: bool,
+    shared_tokenizer: bool,
 }
 
 /// The chunks of one document and, for each, the range of units it groups.
@@ -170,6 +171,16 @@ pub struct SemanticChunker {
 pub struct SemanticChunks {
     pub spans: Vec<ChunkSpan>,
     pub unit_ranges: Vec<std::ops::Range<usize>>,
+}
+
+/// Append one document's unit ids (from [`SemanticChunker::units_with_ids`]) to `known`, the
+/// ids of every unit of a batch, aligned with its unit texts: `None`s where none were given.
+pub fn known_ids_for(known: &mut UnitIds, units: &Units, ids: UnitIds) {
+    if ids.len() == units.len() {
+        known.extend(ids);
+    } else {
+        known.extend(std::iter::repeat_n(None, units.len()));
+    }
 }
 
 /// The text of each unit, trimmed: what stage 3 embeds.
@@ -242,7 +253,17 @@ impl SemanticChunker {
             fallbacks: std::sync::atomic::AtomicU64::new(0),
             device_bands: compute.device.is_cuda(),
             compute,
+            shared_tokenizer: false,
         }
+    }
+
+    /// Declare that the sizer counts with the embedder's own tokenizer (the spec's `sizer:
+    /// default`), so the ids that counted a unit can be embedded without tokenizing it again
+    /// ([`Self::units_with_ids`]). Declaring it for another sizer would embed the wrong ids.
+    #[must_use]
+    pub fn with_shared_tokenizer(mut self, shared: bool) -> Self {
+        self.shared_tokenizer = shared;
+        self
     }
 
     /// Whether rules that read only the band (Max–Min, global) get it from the device: the
@@ -412,6 +433,20 @@ impl SemanticChunker {
         }
     }
 
+    /// [`Self::units`], and where the sizer is the embedder's tokenizer
+    /// ([`Self::with_shared_tokenizer`]) and units are paragraphs, the token ids of the units
+    /// that are whole paragraphs, for [`crate::embed::prepare_known`]; else no ids.
+    #[must_use]
+    pub fn units_with_ids(&self, text: &str) -> (Units, UnitIds) {
+        match self.splitter {
+            Splitter::Paragraphs if self.shared_tokenizer => {
+                let cap = self.opts.cap().min(unit_window(self.embedder.as_ref()));
+                paragraph_units_ids(text, &self.segmenter, self.sizer.as_ref(), cap, true)
+            }
+            _ => (self.units(text), Vec::new()),
+        }
+    }
+
     fn try_chunk(&self, text: &str) -> crate::Result<Vec<ChunkSpan>> {
         if text.trim().is_empty() {
             return Ok(Vec::new());
@@ -551,15 +586,18 @@ impl SemanticChunker {
     /// documents), then each document's band, rule and sizing run in parallel.
     fn try_chunk_batch(&self, texts: &[&str]) -> crate::Result<Vec<crate::Result<Vec<ChunkSpan>>>> {
         use rayon::prelude::*;
-        let units: Vec<Units> = texts.par_iter().map(|t| self.units(t)).collect();
+        let (units, ids): (Vec<Units>, Vec<UnitIds>) =
+            texts.par_iter().map(|t| self.units_with_ids(t)).unzip();
         let mut all: Vec<&str> = Vec::new();
+        let mut known: UnitIds = Vec::new();
         let mut offsets = Vec::with_capacity(texts.len());
-        for (t, u) in texts.iter().zip(&units) {
+        for ((t, u), ids) in texts.iter().zip(&units).zip(ids) {
             offsets.push(all.len());
             all.extend(unit_texts(t, u));
+            known_ids_for(&mut known, u, ids);
         }
+        let prepared = crate::embed::prepare_known(self.embedder.as_ref(), &all, known, self.embed_opts);
         if self.uses_device_bands() {
-            let prepared = crate::embed::prepare(self.embedder.as_ref(), &all, self.embed_opts);
             if let Some(bands) = self.bands(&prepared, &units)? {
                 return Ok(texts
                     .par_iter()
@@ -571,7 +609,7 @@ impl SemanticChunker {
                     .collect());
             }
         }
-        let vectors = self.embed(&all)?;
+        let vectors = crate::embed::run(self.embedder.as_ref(), &prepared)?.0.data;
         let dim = self.embedder.dim();
         Ok(texts
             .par_iter()

@@ -73,10 +73,17 @@ pub trait Embedder: Send + Sync {
     /// Ids that wrap every sequence (`[CLS]` … `[SEP]`); empty for static models.
     fn special_ids(&self) -> (&[u32], &[u32]);
 
-    /// Content token ids of `text` (no special tokens). The default encodes with the
-    /// tokenizer; static models also drop unknown tokens, as model2vec does.
+    /// Content token ids of `text` (no special tokens): the tokenizer's ids through
+    /// [`Self::content_ids_from`].
     fn content_ids(&self, text: &str) -> Vec<u32> {
-        self.tokenizer().ids(text)
+        self.content_ids_from(self.tokenizer().ids(text))
+    }
+
+    /// Content ids from the tokenizer's ids of a text, for callers that tokenized it already
+    /// ([`prepare_known`]). The default keeps them; static models drop unknown tokens, as
+    /// model2vec does.
+    fn content_ids_from(&self, ids: Vec<u32>) -> Vec<u32> {
+        ids
     }
 
     /// Embed every sequence of the batch (special tokens already added). Returns
@@ -179,7 +186,7 @@ impl EmbedStats {
 
 /// Texts tokenized, windowed and planned into token-budget batches: the CPU half of
 /// embedding, which a corpus job runs for batch k+1 while the device runs [`run`] on batch k.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Prepared {
     /// Every window of every text, special tokens added.
     seqs: Vec<Vec<u32>>,
@@ -215,14 +222,33 @@ impl Prepared {
 /// Tokenize `texts` for `model`, apply the long-input rule and plan the batches.
 #[must_use]
 pub fn prepare(model: &dyn Embedder, texts: &[&str], opts: EmbedOptions) -> Prepared {
+    prepare_known(model, texts, Vec::new(), opts)
+}
+
+/// [`prepare`] with the model tokenizer's ids already known for some texts (`known[i]`, from
+/// a sizer sharing the model's tokenizer: [`crate::sizer::Sizer::ids`]); the others, and all
+/// of them when `known` is empty, are tokenized here. The result is the same as
+/// [`prepare`]'s; each text is just not tokenized twice.
+#[must_use]
+pub fn prepare_known(
+    model: &dyn Embedder,
+    texts: &[&str],
+    mut known: Vec<Option<Vec<u32>>>,
+    opts: EmbedOptions,
+) -> Prepared {
     let (pre, post) = model.special_ids();
     let window = model.max_tokens().map(|m| m.saturating_sub(pre.len() + post.len()).max(1));
+    known.resize(texts.len(), None);
     // Tokenize in parallel; each text becomes one or more windows.
     let per_text: Vec<(Vec<Vec<u32>>, bool)> = texts
         .par_iter()
+        .zip(known)
         .with_min_len(16)
-        .map(|t| {
-            let ids = model.content_ids(t);
+        .map(|(t, k)| {
+            let ids = match k {
+                Some(ids) => model.content_ids_from(ids),
+                None => model.content_ids(t),
+            };
             let pieces: Vec<&[u32]> = match window {
                 Some(w) if ids.len() > w => match opts.long {
                     LongInput::Truncate => vec![&ids[..w]],

@@ -231,8 +231,7 @@ impl Embedder for StaticEmbedder {
         (&[], &[])
     }
 
-    fn content_ids(&self, text: &str) -> Vec<u32> {
-        let mut ids = self.tokenizer.ids(text);
+    fn content_ids_from(&self, mut ids: Vec<u32>) -> Vec<u32> {
         if let Some(u) = self.unk_id {
             ids.retain(|&i| i != u);
         }

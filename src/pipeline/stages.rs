@@ -11,8 +11,8 @@ use super::commit::{Committer, Totals};
 use super::{peak_rss, EmbeddingMode, Job, JobStats, OnError, StageSeconds, Target};
 use crate::band::Band;
 use crate::chunk::ChunkSpan;
-use crate::chunkers::semantic::{unit_texts, SemanticChunker};
-use crate::chunkers::units::Units;
+use crate::chunkers::semantic::{known_ids_for, unit_texts, SemanticChunker};
+use crate::chunkers::units::{UnitIds, Units};
 use crate::corpus::Document;
 use crate::embed::{self, EmbedOptions, Embedder};
 use crate::output::{ChunkSink, JsonlSink, JsonlWriter};
@@ -366,24 +366,28 @@ fn prepare(job: &Job<'_>, semantic: Option<&SemanticChunker>, batch: Batch) -> S
             .collect();
         return Staged { batch, work: Work::Chunked(results), vectors: None, bands: None };
     };
-    let units: Vec<Units> = batch
+    // Units with the ids that counted them, where the sizer is the model's tokenizer: each
+    // unit is then tokenized once, not once to count and again to embed.
+    let (units, ids): (Vec<Units>, Vec<UnitIds>) = batch
         .items
         .par_iter()
         .with_max_len(1)
         .map(|it| match it {
-            Item::Doc(d) if !d.text.trim().is_empty() => sc.units(&d.text),
-            _ => Units::default(),
+            Item::Doc(d) if !d.text.trim().is_empty() => sc.units_with_ids(&d.text),
+            _ => (Units::default(), Vec::new()),
         })
-        .collect();
+        .unzip();
     let mut all: Vec<&str> = Vec::new();
+    let mut known: UnitIds = Vec::new();
     let mut offsets = Vec::with_capacity(units.len());
-    for (it, u) in batch.items.iter().zip(&units) {
+    for ((it, u), ids) in batch.items.iter().zip(&units).zip(ids) {
         offsets.push(all.len());
         if let Item::Doc(d) = it {
             all.extend(unit_texts(&d.text, u));
+            known_ids_for(&mut known, u, ids);
         }
     }
-    let prepared = embed::prepare(sc.embedder().as_ref(), &all, sc.embed_options());
+    let prepared = embed::prepare_known(sc.embedder().as_ref(), &all, known, sc.embed_options());
     drop(all);
     Staged { batch, work: Work::Semantic { units, offsets, prepared }, vectors: None, bands: None }
 }

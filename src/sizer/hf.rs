@@ -59,6 +59,10 @@ impl HfSizer {
 }
 
 impl Sizer for HfSizer {
+    fn ids(&self, text: &str) -> Option<Vec<u32>> {
+        self.tokenizer.try_ids(text)
+    }
+
     fn additive_at_whitespace(&self) -> bool {
         self.tokenizer.has_fast_path()
     }

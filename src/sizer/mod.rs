@@ -48,6 +48,24 @@ pub trait Sizer: Send + Sync + std::fmt::Debug {
         false
     }
 
+    /// The token ids `count` counts, where this sizer is a tokenizer (`ids(t).len() ==
+    /// count(t)`); `None` for sizers without ids (characters, words) or where the tokenizer
+    /// fails. For callers that would tokenize the same text again for a model sharing this
+    /// tokenizer (the semantic chunkers' units, [`crate::embed::prepare_known`]).
+    fn ids(&self, _text: &str) -> Option<Vec<u32>> {
+        None
+    }
+
+    /// [`Self::ids`] of many texts, in parallel when there are many; `None` if any is `None`.
+    fn ids_many(&self, texts: &[&str]) -> Option<Vec<Vec<u32>>> {
+        use rayon::prelude::*;
+        if texts.len() >= 256 {
+            texts.par_iter().with_min_len(64).map(|t| self.ids(t)).collect()
+        } else {
+            texts.iter().map(|t| self.ids(t)).collect()
+        }
+    }
+
     /// Count many texts. The default runs them in parallel with rayon when there are many.
     fn count_many(&self, texts: &[&str]) -> Vec<usize> {
         use rayon::prelude::*;
