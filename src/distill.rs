@@ -191,5 +191,5 @@ pub fn distill(teacher_dir: &Path, out: &Path, opts: DistillOptions) -> Result<(
 }
 
 fn teacher_tokenizer(dir: &Path) -> Result<tokenizers::Tokenizer> {
-    tokenizers::Tokenizer::from_file(dir.join("tokenizer.json")).map_err(|e| Error::model(dir.display(), e))
+    crate::tokenizer_json::from_file(&dir.join("tokenizer.json")).map_err(|e| Error::model(dir.display(), e))
 }

@@ -28,6 +28,7 @@ pub mod similarity;
 pub mod sizer;
 pub mod span;
 pub mod spec;
+pub mod tokenizer_json;
 pub mod wordpiece;
 
 pub use error::{Error, Result};

@@ -31,7 +31,7 @@ for cap in ${CAPS:-256 512}; do
       # shellcheck disable=SC2086
       target/release/seamcut eval retrieval --json --match-size --max-tokens "$cap" \
         --retriever "$r" --chunker-model "${CHUNKER_MODEL:-default}" ${EXTRA:-} "${cargs[@]}" "${docs[@]}" |
-        sed "s|^|{\"retriever\":\"$r\",\"cap\":$cap,\"split\":\"$split\",\"texts\":$names_json,\"target\":\"$c\",\"r\":|; s|$|}|" >> "$out"
+        sed "s|^|{\"retriever\":\"$r\",\"cap\":$cap,\"split\":\"$split\",\"texts\":$names_json,\"target\":\"$c\",\"extra\":\"${EXTRA:-}\",\"r\":|; s|$|}|" >> "$out"
     done
   done
 done

@@ -36,7 +36,9 @@ def main():
     rng = random.Random(1)
     groups = {}
     for r in runs:
-        groups.setdefault((r["retriever"], r["cap"], r["split"]), {}).setdefault(r["target"], []).append(r)
+        # Runs with extra chunker flags (run.sh's EXTRA) are their own rows.
+        target = r["target"] + (" " + r["extra"] if r.get("extra") else "")
+        groups.setdefault((r["retriever"], r["cap"], r["split"]), {}).setdefault(target, []).append(r)
     for (retriever, cap, split), targets in groups.items():
         print(f"\n### retriever {retriever}, cap {cap}, {split} split\n")
         print("| chunker (size target) | mean tokens | DCG@10 | R@10 | span R@5 | span IoU@5 | ΔDCG@10 vs " + base_name + " (95% CI) | Δspan R@5 (95% CI) | ΔDCG@10 by kind |")

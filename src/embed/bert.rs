@@ -82,7 +82,7 @@ pub(crate) fn load_tokenizer(dir: &Path) -> Result<Tokenizer> {
     if !path.is_file() {
         return Err(Error::model(dir.display(), "missing tokenizer.json"));
     }
-    let mut t = Tokenizer::from_file(&path)
+    let mut t = crate::tokenizer_json::from_file(&path)
         .map_err(|e| Error::model(dir.display(), format!("tokenizer.json is not valid: {e}")))?;
     let _ = t.with_truncation(None);
     t.with_padding(None);

@@ -108,7 +108,7 @@ impl StaticEmbedder {
         static TOKENIZER: &[u8] = include_bytes!("../../models/default/tokenizer.json");
         static CONFIG: &str = include_str!("../../models/default/config.json");
         let label = "default (built in)";
-        let mut t = Tokenizer::from_bytes(TOKENIZER)
+        let mut t = crate::tokenizer_json::from_bytes(TOKENIZER)
             .map_err(|e| Error::model(label, format!("tokenizer.json is not valid: {e}")))?;
         let _ = t.with_truncation(None);
         t.with_padding(None);

@@ -22,7 +22,7 @@ impl HfSizer {
     /// If the file is missing or not a valid tokenizer.
     pub fn from_file(path: &Path) -> Result<Self> {
         let file = if path.is_dir() { path.join("tokenizer.json") } else { path.to_path_buf() };
-        let tokenizer = Tokenizer::from_file(&file)
+        let tokenizer = crate::tokenizer_json::from_file(&file)
             .map_err(|e| Error::Tokenizer { path: file.clone(), message: e.to_string() })?;
         Ok(Self { tokenizer: TextTokenizer::new(tokenizer), name: format!("tokenizer:{}", file.display()) })
     }
@@ -36,7 +36,7 @@ impl HfSizer {
     #[must_use]
     pub fn default_model() -> Self {
         static JSON: &[u8] = include_bytes!("../../models/default/tokenizer.json");
-        let tokenizer = Tokenizer::from_bytes(JSON).expect("embedded default tokenizer parses");
+        let tokenizer = crate::tokenizer_json::from_bytes(JSON).expect("embedded default tokenizer parses");
         Self::new(tokenizer, "tokenizer:default")
     }
 
