@@ -41,7 +41,7 @@ impl Default for DistillOptions {
 /// Token vectors of the teacher: `vocab × hidden`, f64, plus which rows fit the PCA.
 fn token_vectors(teacher: &BertEmbedder, batch_tokens: usize) -> Result<(Vec<f64>, usize, usize, Vec<bool>)> {
     use crate::embed::Embedder;
-    let vocab = teacher.tokenizer().hf().get_vocab_size(true);
+    let vocab = crate::tokenizer_json::vocab_size_with_added(teacher.tokenizer().hf());
     let hidden = teacher.dim();
     let (pre, post) = teacher.specials();
     let (pre, post) = (pre.to_vec(), post.to_vec());

@@ -68,6 +68,18 @@ pub fn from_file(path: &std::path::Path) -> tokenizers::Result<Tokenizer> {
     from_bytes(&std::fs::read(path)?)
 }
 
+/// `t.get_vocab_size(true)` (the model's tokens and the added ones, counted once each)
+/// without building the merged vocabulary map, which `tokenizers` does to count it.
+#[must_use]
+pub fn vocab_size_with_added(t: &Tokenizer) -> usize {
+    use tokenizers::Model;
+    let model = t.get_model();
+    let added = t.get_added_tokens_decoder();
+    let extra: std::collections::HashSet<&str> =
+        added.values().map(|a| a.content.as_str()).filter(|c| model.token_to_id(c).is_none()).collect();
+    model.get_vocab_size() + extra.len()
+}
+
 fn wordpiece(bytes: &[u8]) -> Option<Tokenizer> {
     let f: WordPieceFile = serde_json::from_slice(bytes).ok()?;
     if f.version != "1.0" {
@@ -102,6 +114,7 @@ mod tests {
     fn same(bytes: &[u8]) {
         let fast = wordpiece(bytes).expect("a WordPiece tokenizer.json takes the fast path");
         let slow = Tokenizer::from_bytes(bytes).unwrap();
+        assert_eq!(vocab_size_with_added(&fast), slow.get_vocab_size(true));
         let (a, b): (serde_json::Value, serde_json::Value) = (
             serde_json::from_str(&fast.to_string(false).unwrap()).unwrap(),
             serde_json::from_str(&slow.to_string(false).unwrap()).unwrap(),
@@ -138,6 +151,15 @@ mod tests {
         assert!(wordpiece(bpe.as_bytes()).is_none());
         let t = from_bytes(bpe.as_bytes()).unwrap();
         assert_eq!(t.encode("ab", false).unwrap().get_ids(), &[2]);
+        // Added tokens: one new, one already in the vocabulary, one added twice.
+        let mut t = t;
+        t.add_tokens(&[
+            AddedToken::from("zz", false),
+            AddedToken::from("ab", false),
+            AddedToken::from("zz", true),
+        ]);
+        assert_eq!(vocab_size_with_added(&t), t.get_vocab_size(true));
+        assert_eq!(vocab_size_with_added(&t), 4);
         assert!(from_bytes(b"{not json").is_err());
     }
 }

@@ -14,6 +14,8 @@
 //! takes the HF path, so results are always identical to HF's; `tests/wordpiece.rs` checks
 //! that on prose and on random strings.
 
+use std::sync::Arc;
+
 use rustc_hash::FxHashMap;
 use tokenizers::{NormalizedString, Normalizer, PreTokenizedString, PreTokenizer, Tokenizer};
 
@@ -351,8 +353,10 @@ fn typographic_punct(c: char) -> bool {
 /// text into ids, counts or token offsets.
 #[derive(Debug, Clone)]
 pub struct TextTokenizer {
-    hf: Tokenizer,
-    fast: Option<FastWordPiece>,
+    // Shared: a model and the sizer counting with its tokenizer hold the same one (a clone
+    // of the HF tokenizer copies its vocabulary maps, about 3 ms at start-up).
+    hf: Arc<Tokenizer>,
+    fast: Option<Arc<FastWordPiece>>,
 }
 
 impl TextTokenizer {
@@ -361,8 +365,8 @@ impl TextTokenizer {
     pub fn new(mut hf: Tokenizer) -> Self {
         let _ = hf.with_truncation(None);
         hf.with_padding(None);
-        let fast = FastWordPiece::from_tokenizer(&hf);
-        Self { hf, fast }
+        let fast = FastWordPiece::from_tokenizer(&hf).map(Arc::new);
+        Self { hf: Arc::new(hf), fast }
     }
 
     #[must_use]

@@ -159,7 +159,7 @@ impl StaticEmbedder {
         }
         let (rows, dim) = (shape[0], shape[1]);
         let matrix = Matrix::F32(if convert { to_f32(dir, "embeddings", &emb)? } else { Vec::new() });
-        let vocab = tokenizer.get_vocab_size(true);
+        let vocab = crate::tokenizer_json::vocab_size_with_added(&tokenizer);
         let weights = match st.tensor("weights") {
             Ok(w) => Some(to_f32(dir, "weights", &w)?),
             Err(_) => None,
