@@ -460,6 +460,9 @@ impl seamcut::embed::Embedder for Flaky {
     fn content_ids(&self, text: &str) -> Vec<u32> {
         self.0.content_ids(text)
     }
+    fn content_ids_from(&self, ids: Vec<u32>) -> Vec<u32> {
+        self.0.content_ids_from(ids)
+    }
     fn embed(&self, batch: &seamcut::embed::FlatBatch) -> seamcut::Result<Vec<f32>> {
         if batch.ids.contains(&self.1) {
             return Err(seamcut::Error::Compute("the device is on fire".into()));

@@ -490,11 +490,18 @@ impl SemanticChunker {
     /// rules read adjacent units only.
     #[must_use]
     pub fn band_width(&self, units: &Units) -> usize {
-        match self.rule {
-            Rule::MaxMin(_) | Rule::Global(_) => MAX_CHUNK_SENTENCES
+        let chunk = || {
+            MAX_CHUNK_SENTENCES
                 .min(units.len().max(1))
                 .min(sizing::max_units(&units.tokens, self.opts.max_tokens))
-                .max(1),
+                .max(1)
+        };
+        match self.rule {
+            Rule::MaxMin(_) => chunk(),
+            // Depth scores compare `block` units on each side of a seam: the band reaches that
+            // far too (the DP itself still looks no further than a chunk can hold).
+            Rule::Global(p) if p.depth_weight > 0.0 => chunk().max(2 * p.block.max(1) - 1),
+            Rule::Global(_) => chunk(),
             _ => 1,
         }
     }

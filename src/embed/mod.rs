@@ -81,7 +81,8 @@ pub trait Embedder: Send + Sync {
 
     /// Content ids from the tokenizer's ids of a text, for callers that tokenized it already
     /// ([`prepare_known`]). The default keeps them; static models drop unknown tokens, as
-    /// model2vec does.
+    /// model2vec does. Must agree with [`Self::content_ids`]: an embedder that overrides or
+    /// forwards one (a wrapper) overrides or forwards both.
     fn content_ids_from(&self, ids: Vec<u32>) -> Vec<u32> {
         ids
     }

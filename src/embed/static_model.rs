@@ -253,13 +253,13 @@ impl Embedder for StaticEmbedder {
         let seen =
             self.seen.fetch_add(batch.ids.len(), std::sync::atomic::Ordering::Relaxed) + batch.ids.len();
         let wide: Option<&[f32]> = match &self.matrix {
+            // Converted on this thread: rayon inside `get_or_init` could run another document's
+            // `embed` on the same worker, re-entering the initialisation.
             Matrix::F16(m) if seen >= self.rows || self.wide.get().is_some() => {
                 Some(self.wide.get_or_init(|| {
                     use half::slice::HalfFloatSliceExt;
                     let mut v = vec![0f32; m.len()];
-                    v.par_chunks_mut(1 << 16)
-                        .zip(m.par_chunks(1 << 16))
-                        .for_each(|(o, h)| h.convert_to_f32_slice(o));
+                    m.convert_to_f32_slice(&mut v);
                     v
                 }))
             }

@@ -107,10 +107,10 @@ impl SizePrior {
 #[must_use]
 pub fn depth_scores(band: &Band, block: usize) -> Vec<f64> {
     let n = band.len();
-    if n < 2 {
+    if n < 2 || band.width() == 0 {
         return vec![0.0; n];
     }
-    let k = block.max(1).min(band.width().div_ceil(2).max(1));
+    let k = block.max(1).min(band.width().div_ceil(2));
     // Gap similarities for g = 1..n (index g − 1).
     let sq = |a: usize, b: usize| -> f64 {
         // ‖Σ_{a..b} v‖²: b − a plus twice the pairwise cosines.
@@ -134,19 +134,24 @@ pub fn depth_scores(band: &Band, block: usize) -> Vec<f64> {
             cross / (sq(a, g) * sq(g, b)).sqrt()
         })
         .collect();
+    // The peak reached climbing left while values do not fall is the previous gap's when it
+    // is at least this one's, else this value: one pass each way, O(n) also on flat runs.
+    let m = sims.len();
+    let mut left = sims.clone();
+    for x in 1..m {
+        if sims[x - 1] >= sims[x] {
+            left[x] = left[x - 1];
+        }
+    }
+    let mut right = sims.clone();
+    for x in (0..m.saturating_sub(1)).rev() {
+        if sims[x + 1] >= sims[x] {
+            right[x] = right[x + 1];
+        }
+    }
     let mut depth = vec![0f64; n];
     for (x, &s) in sims.iter().enumerate() {
-        let (mut left, mut i) = (s, x);
-        while i > 0 && sims[i - 1] >= left {
-            left = sims[i - 1];
-            i -= 1;
-        }
-        let (mut right, mut i) = (s, x);
-        while i + 1 < sims.len() && sims[i + 1] >= right {
-            right = sims[i + 1];
-            i += 1;
-        }
-        depth[x + 1] = (left - s) + (right - s);
+        depth[x + 1] = (left[x] - s) + (right[x] - s);
     }
     depth
 }
@@ -560,5 +565,66 @@ mod tests {
         let mut prior = vec![0.0; 10];
         prior[3..7].fill(-1.0);
         assert_eq!(global(&band, &[10; 10], &prior, &p), vec![0, 7]);
+    }
+
+    /// Hearst's climb, one gap at a time (the definition the one-pass version must equal).
+    fn depth_naive(sims: &[f64]) -> Vec<f64> {
+        (0..sims.len())
+            .map(|x| {
+                let (mut left, mut i) = (sims[x], x);
+                while i > 0 && sims[i - 1] >= left {
+                    left = sims[i - 1];
+                    i -= 1;
+                }
+                let (mut right, mut i) = (sims[x], x);
+                while i + 1 < sims.len() && sims[i + 1] >= right {
+                    right = sims[i + 1];
+                    i += 1;
+                }
+                (left - sims[x]) + (right - sims[x])
+            })
+            .collect()
+    }
+
+    #[test]
+    fn depth_scores_equal_the_climb_and_stay_linear_on_flat_runs() {
+        let mut seed = 11;
+        for n in [2, 3, 10, 60] {
+            let (band, _) = random_case(&mut seed, n);
+            for block in [1, 2, 3] {
+                // Block similarities (block 1: adjacent cosines) through the naive climb.
+                let d = depth_scores(&band, block);
+                let k = block.min(band.width().div_ceil(2));
+                let sims: Vec<f64> = (1..n)
+                    .map(|g| {
+                        let (a, b) = (g.saturating_sub(k), (g + k).min(n));
+                        let sq = |lo: usize, hi: usize| {
+                            let mut q = (hi - lo) as f64;
+                            for i in lo..hi {
+                                for j in lo..i {
+                                    q += 2.0 * f64::from(band.sim(i, j));
+                                }
+                            }
+                            q.max(1e-12)
+                        };
+                        let cross: f64 = (g..b)
+                            .flat_map(|i| (a..g).map(move |j| (i, j)))
+                            .map(|(i, j)| f64::from(band.sim(i, j)))
+                            .sum();
+                        cross / (sq(a, g) * sq(g, b)).sqrt()
+                    })
+                    .collect();
+                let want: Vec<f64> = std::iter::once(0.0).chain(depth_naive(&sims)).collect();
+                assert!(d.iter().zip(&want).all(|(x, y)| (x - y).abs() < 1e-12), "n {n} block {block}");
+            }
+        }
+        // A long flat document (identical units): all depths 0, in linear time.
+        let v: Vec<f32> = (0..200_000).flat_map(|_| [1.0f32, 0.0]).collect();
+        let band = Band::from_vectors(&v, 2, 3);
+        let t = std::time::Instant::now();
+        assert!(depth_scores(&band, 2).iter().all(|&x| x.abs() < 1e-9));
+        assert!(t.elapsed().as_secs_f64() < 5.0, "{:?}", t.elapsed());
+        // No look-back at all: no scores, no panic.
+        assert_eq!(depth_scores(&Band::from_parts(3, 0, Vec::new()), 2), vec![0.0; 3]);
     }
 }

@@ -8,9 +8,9 @@
 //! headings and avoid cuts right after them.
 //!
 //! The test is a heuristic on the unit's text alone (documented, not learned): one line of
-//! at most 80 bytes and 10 words, starting with a capital, a digit or `#`, not quoted or
-//! bracketed, not a `Field: value` line, and either Markdown (`#`), all capitals, or without
-//! the closing punctuation of a sentence.
+//! at most 80 bytes and 10 words, starting with a capital, a digit or Markdown's `# `, not
+//! quoted or bracketed, not a `Field: value` line, and either Markdown, all capitals, or
+//! without the closing punctuation of a sentence.
 
 /// Whether a unit's text (trimmed) looks like a heading.
 #[must_use]
@@ -19,8 +19,10 @@ pub fn is_heading(unit: &str) -> bool {
     if t.is_empty() || t.len() > 80 || t.contains('\n') || t.split_whitespace().count() > 10 {
         return false;
     }
-    if t.starts_with('#') {
-        return true;
+    // Markdown: one to six `#` and a space (not `#include`, `#1`).
+    let hashes = t.bytes().take_while(|&b| b == b'#').count();
+    if hashes > 0 {
+        return hashes <= 6 && t.as_bytes().get(hashes) == Some(&b' ');
     }
     let Some(first) = t.chars().next() else { return false };
     if !(first.is_uppercase() || first.is_ascii_digit()) {
@@ -78,6 +80,7 @@ mod tests {
             "Chapter 12",
             "# Install\n",
             "## Build from source",
+            "###### Deep",
             "3.1. Leitregeln",
             "BOTCHAN (MASTER DARLING)",
             "Übersicht",
@@ -94,6 +97,9 @@ mod tests {
             "A heading\nthat is two lines",
             "This line is far too long to be a heading because it has more than ten words in it",
             "[Applause]",
+            "#include <stdio.h>",
+            "#1 priority",
+            "####### Seven",
             "",
             "Thank you, and God bless America.",
         ] {
