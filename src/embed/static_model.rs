@@ -253,15 +253,19 @@ impl Embedder for StaticEmbedder {
         let seen =
             self.seen.fetch_add(batch.ids.len(), std::sync::atomic::Ordering::Relaxed) + batch.ids.len();
         let wide: Option<&[f32]> = match &self.matrix {
-            // Converted on this thread: rayon inside `get_or_init` could run another document's
-            // `embed` on the same worker, re-entering the initialisation.
+            // Converted in parallel outside the `OnceLock` (rayon inside `get_or_init` could run
+            // another document's `embed` on the same worker and re-enter the initialisation);
+            // two threads converting at once is wasted work, not a wrong result.
             Matrix::F16(m) if seen >= self.rows || self.wide.get().is_some() => {
-                Some(self.wide.get_or_init(|| {
+                if self.wide.get().is_none() {
                     use half::slice::HalfFloatSliceExt;
                     let mut v = vec![0f32; m.len()];
-                    m.convert_to_f32_slice(&mut v);
-                    v
-                }))
+                    v.par_chunks_mut(1 << 16)
+                        .zip(m.par_chunks(1 << 16))
+                        .for_each(|(o, h)| h.convert_to_f32_slice(o));
+                    let _ = self.wide.set(v);
+                }
+                self.wide.get().map(Vec::as_slice)
             }
             _ => None,
         };
