@@ -559,45 +559,35 @@ impl ChunkerSpec {
                 };
                 (Rule::MaxMin(p), note)
             }
-            ChunkerKind::Global
-                if !(self.global.size_weight >= 0.0 && self.global.size_weight.is_finite()) =>
-            {
-                return Err(Error::Config(format!(
-                    "global: size_weight must be a finite number >= 0 (got {})",
-                    self.global.size_weight
-                )));
+            ChunkerKind::Global => {
+                let g = &self.global;
+                for (name, w) in [
+                    ("size_weight", g.size_weight),
+                    ("depth_weight", g.depth_weight),
+                    ("heading_weight", g.heading_weight),
+                ] {
+                    if !(w >= 0.0 && w.is_finite()) {
+                        return Err(Error::Config(format!(
+                            "global: {name} must be a finite number >= 0 (got {w})"
+                        )));
+                    }
+                }
+                if g.block == 0 {
+                    return Err(Error::Config("global: block must be at least 1 unit".into()));
+                }
+                (
+                    Rule::Global(GlobalParams {
+                        max_tokens: self.max_tokens,
+                        target_tokens: self.global.target_tokens.resolve(self.max_tokens),
+                        penalty: 0.0,
+                        size_weight: self.global.size_weight,
+                        depth_weight: self.global.depth_weight,
+                        block: self.global.block,
+                        heading_weight: self.global.heading_weight,
+                    }),
+                    String::new(),
+                )
             }
-            ChunkerKind::Global if self.global.block == 0 => {
-                return Err(Error::Config("global: block must be at least 1 unit".into()));
-            }
-            ChunkerKind::Global
-                if !(self.global.depth_weight >= 0.0 && self.global.depth_weight.is_finite()) =>
-            {
-                return Err(Error::Config(format!(
-                    "global: depth_weight must be a finite number >= 0 (got {})",
-                    self.global.depth_weight
-                )));
-            }
-            ChunkerKind::Global
-                if !(self.global.heading_weight >= 0.0 && self.global.heading_weight.is_finite()) =>
-            {
-                return Err(Error::Config(format!(
-                    "global: heading_weight must be a finite number >= 0 (got {})",
-                    self.global.heading_weight
-                )));
-            }
-            ChunkerKind::Global => (
-                Rule::Global(GlobalParams {
-                    max_tokens: self.max_tokens,
-                    target_tokens: self.global.target_tokens.resolve(self.max_tokens),
-                    penalty: 0.0,
-                    size_weight: self.global.size_weight,
-                    depth_weight: self.global.depth_weight,
-                    block: self.global.block,
-                    heading_weight: self.global.heading_weight,
-                }),
-                String::new(),
-            ),
             ChunkerKind::Minima => (
                 Rule::Minima(
                     MinimaParams {

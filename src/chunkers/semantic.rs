@@ -451,8 +451,10 @@ impl SemanticChunker {
         if text.trim().is_empty() {
             return Ok(Vec::new());
         }
-        let units = self.units(text);
-        let vectors = self.embed(&unit_texts(text, &units))?;
+        let (units, ids) = self.units_with_ids(text);
+        let model = self.embedder.as_ref();
+        let prepared = crate::embed::prepare_known(model, &unit_texts(text, &units), ids, self.embed_opts);
+        let vectors = crate::embed::run(model, &prepared)?.0.data;
         Ok(self.chunk_with_vectors(text, &units, &vectors)?.spans)
     }
 
