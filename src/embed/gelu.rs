@@ -4,7 +4,8 @@
 //! forward pass in a profile (`benches/RESULTS.md`). This op evaluates erf with the
 //! rational approximation Eigen and TensorFlow use for float (odd polynomial over even
 //! polynomial on [-4, 4]; a few ulp from the true value), in a branch-free loop the compiler
-//! vectorises, over rayon chunks. Other devices and dtypes use candle's own `gelu_erf`.
+//! vectorises (for AVX-512 or AVX2 when the CPU has them, `simd_fn!` in [`super::fused`]), over rayon
+//! chunks. Other devices and dtypes use candle's own `gelu_erf`.
 
 use candle_core::{CpuStorage, CustomOp1, Layout, Shape, Tensor};
 use rayon::prelude::*;
@@ -32,6 +33,15 @@ pub fn erf(x: f32) -> f32 {
     p / q
 }
 
+super::fused::simd_fn! {
+    /// `o[i] = gelu(s[i])`.
+    fn gelu_slice(o: &mut [f32], s: &[f32]) {
+        for (o, &x) in o.iter_mut().zip(s) {
+            *o = 0.5 * x * (1.0 + erf(x * std::f32::consts::FRAC_1_SQRT_2));
+        }
+    }
+}
+
 struct GeluErf;
 
 impl CustomOp1 for GeluErf {
@@ -46,11 +56,7 @@ impl CustomOp1 for GeluErf {
         };
         let src = &data[start..end];
         let mut out = vec![0f32; src.len()];
-        out.par_chunks_mut(16 * 1024).zip(src.par_chunks(16 * 1024)).for_each(|(o, s)| {
-            for (o, &x) in o.iter_mut().zip(s) {
-                *o = 0.5 * x * (1.0 + erf(x * std::f32::consts::FRAC_1_SQRT_2));
-            }
-        });
+        out.par_chunks_mut(16 * 1024).zip(src.par_chunks(16 * 1024)).for_each(|(o, s)| gelu_slice(o, s));
         Ok((CpuStorage::F32(out), layout.shape().clone()))
     }
 }

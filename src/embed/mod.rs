@@ -13,6 +13,7 @@
 pub mod batch;
 pub mod bert;
 pub mod encoder;
+pub mod fused;
 pub mod gelu;
 pub mod static_model;
 

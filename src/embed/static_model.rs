@@ -274,6 +274,23 @@ impl Embedder for StaticEmbedder {
             || vec![0f32; d],
             |tmp, (i, row)| {
                 let seq = batch.seq(i);
+                let f32_matrix = match (&self.matrix, wide) {
+                    (Matrix::F32(m), _) => Some(m.as_slice()),
+                    (Matrix::F16(_), Some(m)) => Some(m),
+                    (Matrix::F16(_), None) => None,
+                };
+                if let Some(m) = f32_matrix {
+                    let table = Table {
+                        m,
+                        d,
+                        rows: self.rows,
+                        mapping: self.mapping.as_deref(),
+                        weights: self.weights.as_deref(),
+                    };
+                    sum_rows(row, seq, &table);
+                    normalize(row);
+                    return;
+                }
                 for &id in seq {
                     let id = id as usize;
                     let r = self.mapping.as_ref().map_or(id, |m| m.get(id).copied().unwrap_or(usize::MAX));
@@ -304,5 +321,38 @@ impl Embedder for StaticEmbedder {
 
     fn describe(&self) -> String {
         self.name.clone()
+    }
+}
+
+/// An f32 embedding matrix with its optional id → row mapping and per-token weights.
+struct Table<'a> {
+    m: &'a [f32],
+    d: usize,
+    rows: usize,
+    mapping: Option<&'a [usize]>,
+    weights: Option<&'a [f32]>,
+}
+
+super::fused::simd_fn! {
+    /// `row += weight(id) · matrix[row(id)]` for every id of `seq` (ids outside the matrix, a
+    /// tokenizer's added tokens, are skipped), compiled for the CPU's widest vectors.
+    fn sum_rows(row: &mut [f32], seq: &[u32], t: &Table<'_>) {
+        for &id in seq {
+            let id = id as usize;
+            let r = match t.mapping {
+                Some(m) => m.get(id).copied().unwrap_or(usize::MAX),
+                None => id,
+            };
+            if r >= t.rows {
+                continue;
+            }
+            let w = match t.weights {
+                Some(w) => w.get(id).copied().unwrap_or(1.0),
+                None => 1.0,
+            };
+            for (o, v) in row.iter_mut().zip(&t.m[r * t.d..(r + 1) * t.d]) {
+                *o += w * v;
+            }
+        }
     }
 }

@@ -1,0 +1,492 @@
+//! Fused encoder steps for f32 on the CPU: a linear layer with its bias, and attention over
+//! the flat token layout.
+//!
+//! Why own ops rather than candle's: on the CPU a forward pass spent about 40% of its time
+//! outside the matrix products (a profile in `benches/RESULTS.md`): zero-filling every
+//! product's output, a second pass to add the bias, and for attention a gather of the flat
+//! tokens into a padded `[batch, heads, longest, head_dim]` layout, three transposed copies,
+//! a mask added to every score, softmax over the padding, and a scatter back.
+//!
+//! - [`linear`]: the output starts as the bias, row by row, and gemm accumulates the
+//!   product into it (`dst = dst + x·W`): one pass over the output instead of three.
+//! - [`attention`]: one task per (sequence, head), each two small gemm calls read straight
+//!   out of the fused `[tokens, 3·hidden]` QKV matrix by strides (Kᵀ is K with its strides
+//!   swapped) and write the context into its columns of `[tokens, hidden]`; softmax runs over
+//!   the sequence's real tokens only, so there is no padding and no mask.
+//!
+//! The arithmetic is the same as the candle path's (the same gemm, softmax as candle's
+//! `softmax_last_dim` computes it); only the order of some sums differs, by float rounding.
+//! Other devices and dtypes keep candle's ops ([`super::encoder`] chooses).
+
+use candle_core::{CpuStorage, CustomOp1, CustomOp2, CustomOp3, Layout, Shape, Tensor};
+use gemm::{gemm, Parallelism};
+use rayon::prelude::*;
+
+/// Defines `fn $name(args)` that runs its body compiled for AVX-512 or AVX2 with FMA when
+/// the CPU has them (detected at run time; std caches the answer). The crate is built for
+/// baseline x86-64, where the compiler may only use SSE2; the bodies are loops written to
+/// vectorise (independent lanes, no branches) with `#[inline(always)]` helpers, so each copy
+/// is compiled for its features. (A closure handed to a `#[target_feature]` function is not
+/// inlined into it reliably: measured, it was not, so the bodies are spelled out here.)
+macro_rules! simd_fn {
+    ($(#[$m:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $body:block) => {
+        $(#[$m])*
+        $vis fn $name($($arg: $ty),*) {
+            #[inline(always)]
+            fn body($($arg: $ty),*) $body
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw,avx2,fma")]
+                unsafe fn v4($($arg: $ty),*) {
+                    body($($arg),*)
+                }
+                #[target_feature(enable = "avx2,fma")]
+                unsafe fn v3($($arg: $ty),*) {
+                    body($($arg),*)
+                }
+                if std::arch::is_x86_feature_detected!("avx512f")
+                    && std::arch::is_x86_feature_detected!("avx512vl")
+                    && std::arch::is_x86_feature_detected!("avx512dq")
+                    && std::arch::is_x86_feature_detected!("avx512bw")
+                {
+                    // SAFETY: the features were detected on this CPU.
+                    return unsafe { v4($($arg),*) };
+                }
+                if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+                    // SAFETY: as above.
+                    return unsafe { v3($($arg),*) };
+                }
+            }
+            body($($arg),*)
+        }
+    };
+}
+pub(crate) use simd_fn;
+
+/// e^x for f32 (Cephes' `expf`: x = n·ln 2 + r, |r| ≤ ln 2 / 2, a degree-6 polynomial in r,
+/// scaled by 2ⁿ through the exponent bits), within about 2 ulp; branch-free so loops over it
+/// vectorise. Inputs below −87.3 give 2⁻¹²⁶ rather than 0 (softmax adds them to a sum ≥ 1);
+/// above 88 (where e^x nears f32's largest value), e⁸⁸.
+#[inline(always)]
+#[must_use]
+pub fn exp(x: f32) -> f32 {
+    let x = x.clamp(-87.3, 88.0);
+    // Round to nearest by adding 1.5·2²³: n is then both `m − 1.5·2²³` and the low bits of
+    // m's representation, so 2ⁿ is built from bits with no float-to-int conversion (which
+    // did not vectorise) and no call to floorf (where SSE4.1 is not assumed).
+    const MAGIC: f32 = 12_582_912.0;
+    let m = x * std::f32::consts::LOG2_E + MAGIC;
+    let n = m - MAGIC;
+    let pow2 = f32::from_bits((m.to_bits().wrapping_sub(MAGIC.to_bits()).wrapping_add(127)) << 23);
+    let r = x - n * 0.693_359_4 - n * -2.121_944_4e-4;
+    let mut p = 1.987_569_1e-4_f32;
+    p = p * r + 1.398_199_9e-3;
+    p = p * r + 8.333_452e-3;
+    p = p * r + 4.166_579_6e-2;
+    p = p * r + 1.666_666_5e-1;
+    p = p * r + 0.5; // Cephes' 5.0000001201e-1, which is 0.5 in f32
+    let y = p * r * r + r + 1.0;
+    y * pow2
+}
+
+/// Softmax of one row in place: e^(x − max) / Σ.
+#[inline(always)]
+fn softmax_row(r: &mut [f32]) {
+    let max = max(r);
+    for x in r.iter_mut() {
+        *x = exp(*x - max);
+    }
+    let sum = sum(r);
+    let inv = 1.0 / sum;
+    for x in r.iter_mut() {
+        *x *= inv;
+    }
+}
+
+simd_fn! {
+    /// Softmax of each row of `l` in place.
+    fn softmax_rows(scores: &mut [f32], l: usize) {
+        // Plain `for` loops: iterator adaptors such as `for_each` go through `fold`, which
+        // the compiler did not inline here, leaving the body compiled for baseline x86-64.
+        for r in scores.chunks_mut(l) {
+            softmax_row(r);
+        }
+    }
+}
+
+/// The largest element (−∞ for none), in 16 independent lanes.
+#[inline(always)]
+fn max(v: &[f32]) -> f32 {
+    let mut acc = [f32::NEG_INFINITY; 16];
+    let mut chunks = v.chunks_exact(16);
+    for c in &mut chunks {
+        for (a, &x) in acc.iter_mut().zip(c) {
+            *a = if x > *a { x } else { *a };
+        }
+    }
+    let mut m = f32::NEG_INFINITY;
+    for &x in acc.iter().chain(chunks.remainder()) {
+        m = if x > m { x } else { m };
+    }
+    m
+}
+
+/// Σ of a slice in 16 independent lanes (a float sum in order does not vectorise).
+#[inline(always)]
+fn sum(v: &[f32]) -> f32 {
+    let mut acc = [0f32; 16];
+    let mut chunks = v.chunks_exact(16);
+    for c in &mut chunks {
+        for (a, &x) in acc.iter_mut().zip(c) {
+            *a += x;
+        }
+    }
+    let mut total = 0f32;
+    for &x in acc.iter().chain(chunks.remainder()) {
+        total += x;
+    }
+    total
+}
+
+/// Σ (x − mean)² of a slice, lanes as in [`sum`].
+#[inline(always)]
+fn sum_sq_dev(v: &[f32], mean: f32) -> f32 {
+    let mut acc = [0f32; 16];
+    let mut chunks = v.chunks_exact(16);
+    for c in &mut chunks {
+        for (a, &x) in acc.iter_mut().zip(c) {
+            *a += (x - mean) * (x - mean);
+        }
+    }
+    let mut total = 0f32;
+    for &a in &acc {
+        total += a;
+    }
+    for &x in chunks.remainder() {
+        total += (x - mean) * (x - mean);
+    }
+    total
+}
+
+fn parallelism() -> Parallelism {
+    match rayon::current_num_threads() {
+        0 | 1 => Parallelism::None,
+        n => Parallelism::Rayon(n),
+    }
+}
+
+fn f32_slice<'a>(s: &'a CpuStorage, l: &Layout, what: &str) -> candle_core::Result<&'a [f32]> {
+    let CpuStorage::F32(data) = s else { candle_core::bail!("seamcut fused {what}: f32 only") };
+    let Some((a, b)) = l.contiguous_offsets() else {
+        candle_core::bail!("seamcut fused {what}: contiguous input only")
+    };
+    Ok(&data[a..b])
+}
+
+struct Linear;
+
+impl CustomOp3 for Linear {
+    fn name(&self) -> &'static str {
+        "seamcut-linear"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+        s3: &CpuStorage,
+        l3: &Layout,
+    ) -> candle_core::Result<(CpuStorage, Shape)> {
+        let (x, wt, b) =
+            (f32_slice(s1, l1, "linear")?, f32_slice(s2, l2, "linear")?, f32_slice(s3, l3, "linear")?);
+        let (n, k) = l1.shape().dims2()?;
+        let (k2, m) = l2.shape().dims2()?;
+        if k != k2 || b.len() != m {
+            candle_core::bail!("seamcut-linear: shapes {:?} {:?} {:?}", l1.dims(), l2.dims(), l3.dims());
+        }
+        let mut out = Vec::with_capacity(n * m);
+        for _ in 0..n {
+            out.extend_from_slice(b);
+        }
+        if n > 0 && m > 0 {
+            // SAFETY: `out` is n×m row-major, `x` n×k and `wt` k×m row-major, all in bounds
+            // for the strides given; gemm reads `out` (read_dst) and writes it once.
+            unsafe {
+                // gemm's arguments: m, n, k, then each matrix as (pointer, column stride,
+                // row stride); dst = alpha·dst + beta·lhs·rhs.
+                gemm(
+                    n,
+                    m,
+                    k,
+                    out.as_mut_ptr(),
+                    1,
+                    m as isize,
+                    true,
+                    x.as_ptr(),
+                    1,
+                    k as isize,
+                    wt.as_ptr(),
+                    1,
+                    m as isize,
+                    1.0,
+                    1.0,
+                    false,
+                    false,
+                    false,
+                    parallelism(),
+                );
+            }
+        }
+        Ok((CpuStorage::F32(out), Shape::from((n, m))))
+    }
+}
+
+/// `x · wt + b` for `x` `[n, k]`, `wt` `[k, m]` and `b` `[m]`, f32 and contiguous on the CPU.
+///
+/// # Errors
+/// On another device, dtype or layout, or mismatched shapes.
+pub fn linear(x: &Tensor, wt: &Tensor, b: &Tensor) -> candle_core::Result<Tensor> {
+    x.apply_op3_no_bwd(wt, b, &Linear)
+}
+
+/// Attention over flat sequences, see [`attention`].
+struct Attention<'a> {
+    cu_seqlens: &'a [usize],
+    heads: usize,
+    scale: f32,
+    /// `[heads, l, l]` added to the scores (MPNet's relative-position bias), `l` ≥ every
+    /// sequence's length.
+    bias: Option<(&'a [f32], usize)>,
+}
+
+/// A raw pointer that tasks writing disjoint parts of one buffer can share.
+#[derive(Clone, Copy)]
+struct SharedOut(*mut f32);
+// SAFETY: every task writes its own (rows of one sequence) × (columns of one head) block.
+unsafe impl Send for SharedOut {}
+unsafe impl Sync for SharedOut {}
+
+impl SharedOut {
+    /// The pointer (a method, so a closure captures the whole `Send` wrapper, not its field).
+    fn ptr(self) -> *mut f32 {
+        self.0
+    }
+}
+
+impl CustomOp1 for Attention<'_> {
+    fn name(&self) -> &'static str {
+        "seamcut-attention"
+    }
+
+    fn cpu_fwd(&self, storage: &CpuStorage, layout: &Layout) -> candle_core::Result<(CpuStorage, Shape)> {
+        let qkv = f32_slice(storage, layout, "attention")?;
+        let (n, h3) = layout.shape().dims2()?;
+        let h = h3 / 3;
+        if h3 % 3 != 0 || self.heads == 0 || h % self.heads != 0 || self.cu_seqlens.last() != Some(&n) {
+            candle_core::bail!(
+                "seamcut-attention: qkv {:?} does not fit {} heads",
+                layout.dims(),
+                self.heads
+            );
+        }
+        let d = h / self.heads;
+        let mut out = vec![0f32; n * h];
+        let dst = SharedOut(out.as_mut_ptr());
+        let n_seq = self.cu_seqlens.len() - 1;
+        let tasks: Vec<(usize, usize)> =
+            (0..n_seq).flat_map(|s| (0..self.heads).map(move |hd| (s, hd))).collect();
+        let (row, qkv_ptr) = (h3 as isize, qkv.as_ptr() as usize);
+        tasks.par_iter().with_min_len(4).for_each_init(Vec::new, |scores: &mut Vec<f32>, &(s, hd)| {
+            let (s0, s1) = (self.cu_seqlens[s], self.cu_seqlens[s + 1]);
+            let l = s1 - s0;
+            if l == 0 {
+                return;
+            }
+            scores.clear();
+            scores.resize(l * l, 0.0);
+            let base = qkv_ptr as *const f32;
+            // SAFETY: rows s0..s1 of qkv, columns of this head in each third, are in bounds;
+            // the scores buffer is l×l; the output block (rows s0..s1, columns hd·d..(hd+1)·d)
+            // belongs to this task alone.
+            unsafe {
+                let q = base.add(s0 * h3 + hd * d);
+                let k = base.add(s0 * h3 + h + hd * d);
+                let v = base.add(s0 * h3 + 2 * h + hd * d);
+                // scores[i, j] = scale · Σc q[i, c] k[j, c]
+                gemm(
+                    l,
+                    l,
+                    d,
+                    scores.as_mut_ptr(),
+                    1,
+                    l as isize,
+                    false,
+                    q,
+                    1,
+                    row,
+                    k,
+                    row,
+                    1,
+                    0.0,
+                    self.scale,
+                    false,
+                    false,
+                    false,
+                    Parallelism::None,
+                );
+                if let Some((bias, bl)) = self.bias {
+                    for i in 0..l {
+                        let b = &bias[hd * bl * bl + i * bl..][..l];
+                        for (x, &y) in scores[i * l..(i + 1) * l].iter_mut().zip(b) {
+                            *x += y;
+                        }
+                    }
+                }
+                softmax_rows(scores, l);
+                // ctx[i, c] = Σj p[i, j] v[j, c], into the output's rows and this head's columns
+                gemm(
+                    l,
+                    d,
+                    l,
+                    dst.ptr().add(s0 * h + hd * d),
+                    1,
+                    h as isize,
+                    false,
+                    scores.as_ptr(),
+                    1,
+                    l as isize,
+                    v,
+                    1,
+                    row,
+                    0.0,
+                    1.0,
+                    false,
+                    false,
+                    false,
+                    Parallelism::None,
+                );
+            }
+        });
+        Ok((CpuStorage::F32(out), Shape::from((n, h))))
+    }
+}
+
+/// Multi-head self-attention of each sequence over its own tokens: `qkv` is `[tokens, 3·hidden]`
+/// (queries, keys, values side by side, heads contiguous within each), sequences as
+/// `cu_seqlens` delimits them; the result is the context `[tokens, hidden]`. `bias`, when
+/// given, is `[heads, l, l]` (row = query position, column = key position) added to the
+/// scaled scores.
+///
+/// # Errors
+/// On another device, dtype or layout, or when the shapes do not fit.
+pub fn attention(
+    qkv: &Tensor,
+    cu_seqlens: &[usize],
+    heads: usize,
+    scale: f32,
+    bias: Option<(&[f32], usize)>,
+) -> candle_core::Result<Tensor> {
+    qkv.apply_op1_no_bwd(&Attention { cu_seqlens, heads, scale, bias })
+}
+
+/// `LayerNorm(a + b)` over the last dimension, see [`add_layer_norm`].
+struct AddLayerNorm<'a> {
+    weight: &'a [f32],
+    bias: &'a [f32],
+    eps: f32,
+}
+
+impl CustomOp2 for AddLayerNorm<'_> {
+    fn name(&self) -> &'static str {
+        "seamcut-add-layer-norm"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+    ) -> candle_core::Result<(CpuStorage, Shape)> {
+        let (a, b) = (f32_slice(s1, l1, "add-layer-norm")?, f32_slice(s2, l2, "add-layer-norm")?);
+        let h = self.weight.len();
+        if l1.shape() != l2.shape() || h == 0 || l1.dims().last() != Some(&h) || self.bias.len() != h {
+            candle_core::bail!("seamcut-add-layer-norm: shapes {:?} {:?}, norm of {h}", l1.dims(), l2.dims());
+        }
+        let mut out = vec![0f32; a.len()];
+        let (w, c, eps) = (self.weight, self.bias, self.eps);
+        out.par_chunks_mut(h * 16)
+            .zip(a.par_chunks(h * 16).zip(b.par_chunks(h * 16)))
+            .for_each(|(o, (a, b))| add_norm_rows(o, a, b, w, c, eps));
+        Ok((CpuStorage::F32(out), l1.shape().clone()))
+    }
+}
+
+simd_fn! {
+    /// `o = LayerNorm(a + b)` row by row, rows of `w.len()`.
+    fn add_norm_rows(o: &mut [f32], a: &[f32], b: &[f32], w: &[f32], c: &[f32], eps: f32) {
+        let h = w.len();
+        for (o, (a, b)) in o.chunks_mut(h).zip(a.chunks(h).zip(b.chunks(h))) {
+            for (o, (&a, &b)) in o.iter_mut().zip(a.iter().zip(b)) {
+                *o = a + b;
+            }
+            // Two passes (mean, then the squared deviations), as torch computes it.
+            let mean = sum(o) / h as f32;
+            let var = sum_sq_dev(o, mean) / h as f32;
+            let inv = 1.0 / (var + eps).sqrt();
+            for (o, (&w, &c)) in o.iter_mut().zip(w.iter().zip(c)) {
+                *o = (*o - mean) * inv * w + c;
+            }
+        }
+    }
+}
+
+/// Layer normalisation of `a + b` (the residual connection and the norm in one pass) over
+/// the last dimension, with `weight` and `bias` of that length; f32 and contiguous on the CPU.
+///
+/// # Errors
+/// On another device, dtype or layout, or mismatched shapes.
+pub fn add_layer_norm(
+    a: &Tensor,
+    b: &Tensor,
+    weight: &[f32],
+    bias: &[f32],
+    eps: f32,
+) -> candle_core::Result<Tensor> {
+    a.apply_op2_no_bwd(b, &AddLayerNorm { weight, bias, eps })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exp_is_accurate() {
+        let mut worst = 0f64;
+        for i in -870_000..=880_000 {
+            let x = i as f32 / 10_000.0;
+            let want = f64::from(x).exp();
+            let rel = (f64::from(exp(x)) - want).abs() / want;
+            worst = worst.max(rel);
+        }
+        assert!(worst < 3e-7, "max relative error {worst}");
+        assert!(exp(-1000.0) < 1e-37 && exp(-1000.0) >= 0.0);
+    }
+
+    #[test]
+    fn softmax_and_sums_match_plain_loops() {
+        let v: Vec<f32> = (0..37).map(|i| ((i * 7919) % 101) as f32 / 13.0 - 3.0).collect();
+        let mut r = v.clone();
+        softmax_rows(&mut r, v.len());
+        let max = v.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let e: Vec<f64> = v.iter().map(|&x| f64::from(x - max).exp()).collect();
+        let z: f64 = e.iter().sum();
+        for (a, b) in r.iter().zip(&e) {
+            assert!((f64::from(*a) - b / z).abs() < 1e-6);
+        }
+        let plain: f32 = v.iter().sum();
+        assert!((sum(&v) - plain).abs() < 1e-4);
+    }
+}
