@@ -527,7 +527,7 @@ impl ChunkerSpec {
     /// The rule with its parameters, and a note on the calibration used (empty if none).
     fn rule(&self, model: &crate::models::Model) -> Result<(Rule, String)> {
         let m = &self.minima;
-        if m.filter_window % 2 == 0 || m.filter_polyorder >= m.filter_window {
+        if m.filter_window.is_multiple_of(2) || m.filter_polyorder >= m.filter_window {
             return Err(Error::Config(format!(
                 "minima: filter_window must be odd and above filter_polyorder (got {} and {})",
                 m.filter_window, m.filter_polyorder
