@@ -22,12 +22,49 @@ use candle_core::{CpuStorage, CustomOp1, CustomOp2, CustomOp3, Layout, Shape, Te
 use gemm::{gemm, Parallelism};
 use rayon::prelude::*;
 
+/// The vector level the CPU runs: 2 = AVX-512 (F, VL, DQ, BW), 1 = AVX2 with FMA, 0 = the
+/// baseline the crate is compiled for. Detected once.
+#[must_use]
+pub(crate) fn simd_level() -> u8 {
+    static DETECTED: std::sync::OnceLock<u8> = std::sync::OnceLock::new();
+    let level = *DETECTED.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::is_x86_feature_detected as has;
+            if has!("avx512f") && has!("avx512vl") && has!("avx512dq") && has!("avx512bw") {
+                return 2;
+            }
+            if has!("avx2") && has!("fma") {
+                return 1;
+            }
+        }
+        0
+    });
+    #[cfg(test)]
+    let level = level.min(SIMD_CAP.with(std::cell::Cell::get));
+    level
+}
+
+#[cfg(test)]
+thread_local! {
+    /// An upper bound on [`simd_level`] on this thread, for tests that run every level on one
+    /// machine (the levels give bit-identical results: the loops spell out their lanes and
+    /// never fuse a multiply into an add, so only the speed differs).
+    static SIMD_CAP: std::cell::Cell<u8> = const { std::cell::Cell::new(u8::MAX) };
+}
+
+/// Caps [`simd_level`] on the calling thread (tests only).
+#[cfg(test)]
+pub(crate) fn cap_simd(level: u8) {
+    SIMD_CAP.with(|c| c.set(level));
+}
+
 /// Defines `fn $name(args)` that runs its body compiled for AVX-512 or AVX2 with FMA when
-/// the CPU has them (detected at run time; std caches the answer). The crate is built for
-/// baseline x86-64, where the compiler may only use SSE2; the bodies are loops written to
-/// vectorise (independent lanes, no branches) with `#[inline(always)]` helpers, so each copy
-/// is compiled for its features. (A closure handed to a `#[target_feature]` function is not
-/// inlined into it reliably: measured, it was not, so the bodies are spelled out here.)
+/// the CPU has them ([`simd_level`]). The crate is built for baseline x86-64, where the
+/// compiler may only use SSE2; the bodies are loops written to vectorise (independent lanes,
+/// no branches) with `#[inline(always)]` helpers, so each copy is compiled for its features.
+/// (A closure handed to a `#[target_feature]` function is not inlined into it reliably:
+/// measured, it was not, so the bodies are spelled out here.)
 macro_rules! simd_fn {
     ($(#[$m:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $body:block) => {
         $(#[$m])*
@@ -44,17 +81,12 @@ macro_rules! simd_fn {
                 unsafe fn v3($($arg: $ty),*) {
                     body($($arg),*)
                 }
-                if std::arch::is_x86_feature_detected!("avx512f")
-                    && std::arch::is_x86_feature_detected!("avx512vl")
-                    && std::arch::is_x86_feature_detected!("avx512dq")
-                    && std::arch::is_x86_feature_detected!("avx512bw")
-                {
-                    // SAFETY: the features were detected on this CPU.
-                    return unsafe { v4($($arg),*) };
-                }
-                if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+                match $crate::embed::fused::simd_level() {
+                    // SAFETY: the level's features were detected on this CPU.
+                    2 => return unsafe { v4($($arg),*) },
                     // SAFETY: as above.
-                    return unsafe { v3($($arg),*) };
+                    1 => return unsafe { v3($($arg),*) },
+                    _ => {}
                 }
             }
             body($($arg),*)
@@ -473,6 +505,30 @@ mod tests {
         }
         assert!(worst < 3e-7, "max relative error {worst}");
         assert!(exp(-1000.0) < 1e-37 && exp(-1000.0) >= 0.0);
+    }
+
+    /// Every vector level gives the same bits (what lets CI on an AVX2 machine vouch for the
+    /// AVX-512 copies and the other way round): softmax, layer norm, GELU.
+    #[test]
+    fn every_level_gives_the_same_bits() {
+        let v: Vec<f32> = (0..389).map(|i| ((i * 7919) % 211) as f32 / 17.0 - 6.0).collect();
+        let w: Vec<f32> = (0..389).map(|i| 1.0 + (i % 7) as f32 / 9.0).collect();
+        let run = || {
+            let mut s = v.clone();
+            softmax_rows(&mut s, 97); // rows of 97: a tail past every vector width
+            let mut o = vec![0f32; 389];
+            add_norm_rows(&mut o, &v, &s, &w, &v, 1e-12);
+            let mut g = vec![0f32; 389];
+            super::super::gelu::gelu_slice(&mut g, &v);
+            (s, o, g)
+        };
+        let top = run();
+        for level in [1, 0] {
+            cap_simd(level);
+            let got = run();
+            cap_simd(u8::MAX);
+            assert!(got == top, "level {level} differs from level {}", simd_level());
+        }
     }
 
     #[test]

@@ -35,7 +35,7 @@ pub fn erf(x: f32) -> f32 {
 
 super::fused::simd_fn! {
     /// `o[i] = gelu(s[i])`.
-    fn gelu_slice(o: &mut [f32], s: &[f32]) {
+    pub(super) fn gelu_slice(o: &mut [f32], s: &[f32]) {
         for (o, &x) in o.iter_mut().zip(s) {
             *o = 0.5 * x * (1.0 + erf(x * std::f32::consts::FRAC_1_SQRT_2));
         }

@@ -385,11 +385,12 @@ mod f16_rows {
     pub fn summer() -> Option<Summer> {
         #[cfg(target_arch = "x86_64")]
         {
-            if std::arch::is_x86_feature_detected!("avx512f") {
+            let level = crate::embed::fused::simd_level();
+            if level >= 2 {
                 // SAFETY (of the call inside): AVX-512F was detected.
                 return Some(|row, seq, t| unsafe { x86::sum_avx512(row, seq, t) });
             }
-            if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("f16c") {
+            if level >= 1 && std::arch::is_x86_feature_detected!("f16c") {
                 // SAFETY: AVX2 and F16C were detected.
                 return Some(|row, seq, t| unsafe { x86::sum_f16c(row, seq, t) });
             }
@@ -481,7 +482,18 @@ mod tests {
     /// not a multiple of the vector width.
     #[test]
     fn f16_rows_sum_exactly_as_f32_rows() {
-        let Some(sum) = f16_rows::summer() else { return }; // no F16C/AVX-512 here: nothing to compare
+        // Both vector summers where the CPU has them (AVX-512, then AVX2 + F16C).
+        for level in [u8::MAX, 1] {
+            crate::embed::fused::cap_simd(level);
+            let sum = f16_rows::summer();
+            crate::embed::fused::cap_simd(u8::MAX);
+            if let Some(sum) = sum {
+                f16_rows_sum_with(sum);
+            }
+        }
+    }
+
+    fn f16_rows_sum_with(sum: f16_rows::Summer) {
         let (rows, d) = (40usize, 37usize);
         let m16: Vec<half::f16> =
             (0..rows * d).map(|i| half::f16::from_f32(((i * 7919) % 1000) as f32 / 250.0 - 2.0)).collect();
