@@ -31,7 +31,15 @@ pub(crate) fn simd_level() -> u8 {
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::is_x86_feature_detected as has;
-            if has!("avx512f") && has!("avx512vl") && has!("avx512dq") && has!("avx512bw") {
+            // v4's copies are compiled with AVX2 and FMA too: check them as well (a
+            // hypervisor may hide features).
+            if has!("avx512f")
+                && has!("avx512vl")
+                && has!("avx512dq")
+                && has!("avx512bw")
+                && has!("avx2")
+                && has!("fma")
+            {
                 return 2;
             }
             if has!("avx2") && has!("fma") {
@@ -238,41 +246,88 @@ impl CustomOp3 for Linear {
         if k != k2 || b.len() != m {
             candle_core::bail!("seamcut-linear: shapes {:?} {:?} {:?}", l1.dims(), l2.dims(), l3.dims());
         }
-        let mut out = Vec::with_capacity(n * m);
+        let out = product(x, wt, (n, k, m), Some(b));
+        Ok((CpuStorage::F32(out), Shape::from((n, m))))
+    }
+}
+
+/// `x · wt` (`[n, k]` · `[k, m]`, row-major), plus `bias` on every row when given: the output
+/// starts as the bias and gemm accumulates into it; without one, gemm writes the output
+/// straight into fresh memory (no zero fill first).
+fn product(x: &[f32], wt: &[f32], (n, k, m): (usize, usize, usize), bias: Option<&[f32]>) -> Vec<f32> {
+    let mut out: Vec<f32> = Vec::with_capacity(n * m);
+    if let Some(b) = bias {
         for _ in 0..n {
             out.extend_from_slice(b);
         }
-        if n > 0 && m > 0 {
-            // SAFETY: `out` is n×m row-major, `x` n×k and `wt` k×m row-major, all in bounds
-            // for the strides given; gemm reads `out` (read_dst) and writes it once.
-            unsafe {
-                // gemm's arguments: m, n, k, then each matrix as (pointer, column stride,
-                // row stride); dst = alpha·dst + beta·lhs·rhs.
-                gemm(
-                    n,
-                    m,
-                    k,
-                    out.as_mut_ptr(),
-                    1,
-                    m as isize,
-                    true,
-                    x.as_ptr(),
-                    1,
-                    k as isize,
-                    wt.as_ptr(),
-                    1,
-                    m as isize,
-                    1.0,
-                    1.0,
-                    false,
-                    false,
-                    false,
-                    parallelism(),
-                );
-            }
-        }
-        Ok((CpuStorage::F32(out), Shape::from((n, m))))
     }
+    if n == 0 || m == 0 {
+        return out;
+    }
+    // SAFETY: `out` has room for n×m values, row-major; `x` is n×k and `wt` k×m row-major,
+    // all in bounds for the strides given. With a bias gemm reads `out` (initialised above);
+    // without, `read_dst` is false and gemm writes all n×m values without reading any (its
+    // k = 0 case writes zeros), so they are initialised when the length is set.
+    unsafe {
+        // gemm's arguments: m, n, k, then each matrix as (pointer, column stride, row
+        // stride); dst = alpha·dst + beta·lhs·rhs (alpha unused when dst is not read).
+        gemm(
+            n,
+            m,
+            k,
+            out.as_mut_ptr(),
+            1,
+            m as isize,
+            bias.is_some(),
+            x.as_ptr(),
+            1,
+            k as isize,
+            wt.as_ptr(),
+            1,
+            m as isize,
+            1.0,
+            1.0,
+            false,
+            false,
+            false,
+            parallelism(),
+        );
+        out.set_len(n * m);
+    }
+    out
+}
+
+struct MatMul;
+
+impl CustomOp2 for MatMul {
+    fn name(&self) -> &'static str {
+        "seamcut-matmul"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+    ) -> candle_core::Result<(CpuStorage, Shape)> {
+        let (x, wt) = (f32_slice(s1, l1, "matmul")?, f32_slice(s2, l2, "matmul")?);
+        let (n, k) = l1.shape().dims2()?;
+        let (k2, m) = l2.shape().dims2()?;
+        if k != k2 {
+            candle_core::bail!("seamcut-matmul: shapes {:?} {:?}", l1.dims(), l2.dims());
+        }
+        Ok((CpuStorage::F32(product(x, wt, (n, k, m), None)), Shape::from((n, m))))
+    }
+}
+
+/// `x · wt` for `x` `[n, k]` and `wt` `[k, m]`, f32 and contiguous on the CPU; the bias is
+/// left to the next op ([`add_bias_layer_norm`], [`super::gelu::gelu_erf_bias`]).
+///
+/// # Errors
+/// On another device, dtype or layout, or mismatched shapes.
+pub fn matmul(x: &Tensor, wt: &Tensor) -> candle_core::Result<Tensor> {
+    x.apply_op2_no_bwd(wt, &MatMul)
 }
 
 /// `x · wt + b` for `x` `[n, k]`, `wt` `[k, m]` and `b` `[m]`, f32 and contiguous on the CPU.
@@ -316,12 +371,31 @@ impl CustomOp1 for Attention<'_> {
         let qkv = f32_slice(storage, layout, "attention")?;
         let (n, h3) = layout.shape().dims2()?;
         let h = h3 / 3;
-        if h3 % 3 != 0 || self.heads == 0 || h % self.heads != 0 || self.cu_seqlens.last() != Some(&n) {
+        if h3 % 3 != 0 || self.heads == 0 || !h.is_multiple_of(self.heads) {
             candle_core::bail!(
                 "seamcut-attention: qkv {:?} does not fit {} heads",
                 layout.dims(),
                 self.heads
             );
+        }
+        if n == 0 && self.cu_seqlens.len() <= 1 {
+            return Ok((CpuStorage::F32(Vec::new()), Shape::from((0, h))));
+        }
+        // The blocks the tasks write are disjoint, and every read in bounds, only for
+        // sequences that tile the tokens in order.
+        let cu = self.cu_seqlens;
+        if cu.first() != Some(&0) || cu.last() != Some(&n) || cu.windows(2).any(|w| w[0] > w[1]) {
+            candle_core::bail!("seamcut-attention: sequence offsets do not tile {n} tokens");
+        }
+        let longest = cu.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
+        if let Some((bias, bl)) = self.bias {
+            if bl < longest || bias.len() < self.heads * bl * bl {
+                candle_core::bail!(
+                    "seamcut-attention: a bias of {} for {} heads and sequences of {longest}",
+                    bias.len(),
+                    self.heads
+                );
+            }
         }
         let d = h / self.heads;
         let mut out = vec![0f32; n * h];
@@ -329,7 +403,7 @@ impl CustomOp1 for Attention<'_> {
         let n_seq = self.cu_seqlens.len() - 1;
         let tasks: Vec<(usize, usize)> =
             (0..n_seq).flat_map(|s| (0..self.heads).map(move |hd| (s, hd))).collect();
-        let (row, qkv_ptr) = (h3 as isize, qkv.as_ptr() as usize);
+        let row = h3 as isize;
         tasks.par_iter().with_min_len(4).for_each_init(Vec::new, |scores: &mut Vec<f32>, &(s, hd)| {
             let (s0, s1) = (self.cu_seqlens[s], self.cu_seqlens[s + 1]);
             let l = s1 - s0;
@@ -338,7 +412,7 @@ impl CustomOp1 for Attention<'_> {
             }
             scores.clear();
             scores.resize(l * l, 0.0);
-            let base = qkv_ptr as *const f32;
+            let base = qkv.as_ptr();
             // SAFETY: rows s0..s1 of qkv, columns of this head in each third, are in bounds;
             // the scores buffer is l×l; the output block (rows s0..s1, columns hd·d..(hd+1)·d)
             // belongs to this task alone.
@@ -428,6 +502,8 @@ struct AddLayerNorm<'a> {
     weight: &'a [f32],
     bias: &'a [f32],
     eps: f32,
+    /// Added to every row of `a` first (the bias of the product `a` came from).
+    a_bias: Option<&'a [f32]>,
 }
 
 impl CustomOp2 for AddLayerNorm<'_> {
@@ -444,15 +520,36 @@ impl CustomOp2 for AddLayerNorm<'_> {
     ) -> candle_core::Result<(CpuStorage, Shape)> {
         let (a, b) = (f32_slice(s1, l1, "add-layer-norm")?, f32_slice(s2, l2, "add-layer-norm")?);
         let h = self.weight.len();
-        if l1.shape() != l2.shape() || h == 0 || l1.dims().last() != Some(&h) || self.bias.len() != h {
+        if l1.shape() != l2.shape()
+            || h == 0
+            || l1.dims().last() != Some(&h)
+            || self.bias.len() != h
+            || self.a_bias.is_some_and(|b| b.len() != h)
+        {
             candle_core::bail!("seamcut-add-layer-norm: shapes {:?} {:?}, norm of {h}", l1.dims(), l2.dims());
         }
         let mut out = vec![0f32; a.len()];
         let (w, c, eps) = (self.weight, self.bias, self.eps);
-        out.par_chunks_mut(h * 16)
-            .zip(a.par_chunks(h * 16).zip(b.par_chunks(h * 16)))
-            .for_each(|(o, (a, b))| add_norm_rows(o, a, b, w, c, eps));
+        out.par_chunks_mut(h * 16).zip(a.par_chunks(h * 16).zip(b.par_chunks(h * 16))).for_each(
+            |(o, (a, b))| match self.a_bias {
+                Some(ab) => add_bias_norm_rows(o, a, ab, b, w, c, eps),
+                None => add_norm_rows(o, a, b, w, c, eps),
+            },
+        );
         Ok((CpuStorage::F32(out), l1.shape().clone()))
+    }
+}
+
+/// Normalises `o` in place: `(o − mean) / √(var + eps) · w + c`.
+#[inline(always)]
+fn norm_row(o: &mut [f32], w: &[f32], c: &[f32], eps: f32) {
+    let h = o.len();
+    // Two passes (mean, then the squared deviations), as torch computes it.
+    let mean = sum(o) / h as f32;
+    let var = sum_sq_dev(o, mean) / h as f32;
+    let inv = 1.0 / (var + eps).sqrt();
+    for (o, (&w, &c)) in o.iter_mut().zip(w.iter().zip(c)) {
+        *o = (*o - mean) * inv * w + c;
     }
 }
 
@@ -464,13 +561,20 @@ simd_fn! {
             for (o, (&a, &b)) in o.iter_mut().zip(a.iter().zip(b)) {
                 *o = a + b;
             }
-            // Two passes (mean, then the squared deviations), as torch computes it.
-            let mean = sum(o) / h as f32;
-            let var = sum_sq_dev(o, mean) / h as f32;
-            let inv = 1.0 / (var + eps).sqrt();
-            for (o, (&w, &c)) in o.iter_mut().zip(w.iter().zip(c)) {
-                *o = (*o - mean) * inv * w + c;
+            norm_row(o, w, c, eps);
+        }
+    }
+}
+
+simd_fn! {
+    /// `o = LayerNorm((a + ab) + b)` row by row, `ab` added to every row of `a`.
+    fn add_bias_norm_rows(o: &mut [f32], a: &[f32], ab: &[f32], b: &[f32], w: &[f32], c: &[f32], eps: f32) {
+        let h = w.len();
+        for (o, (a, b)) in o.chunks_mut(h).zip(a.chunks(h).zip(b.chunks(h))) {
+            for (o, ((&a, &ab), &b)) in o.iter_mut().zip(a.iter().zip(ab).zip(b)) {
+                *o = (a + ab) + b;
             }
+            norm_row(o, w, c, eps);
         }
     }
 }
@@ -487,7 +591,23 @@ pub fn add_layer_norm(
     bias: &[f32],
     eps: f32,
 ) -> candle_core::Result<Tensor> {
-    a.apply_op2_no_bwd(b, &AddLayerNorm { weight, bias, eps })
+    a.apply_op2_no_bwd(b, &AddLayerNorm { weight, bias, eps, a_bias: None })
+}
+
+/// [`add_layer_norm`] of `(a + a_bias) + b`, `a_bias` added to every row of `a` (the bias of
+/// the product `a` came from, [`matmul`]) in the same pass.
+///
+/// # Errors
+/// As [`add_layer_norm`].
+pub fn add_bias_layer_norm(
+    a: &Tensor,
+    a_bias: &[f32],
+    b: &Tensor,
+    weight: &[f32],
+    bias: &[f32],
+    eps: f32,
+) -> candle_core::Result<Tensor> {
+    a.apply_op2_no_bwd(b, &AddLayerNorm { weight, bias, eps, a_bias: Some(a_bias) })
 }
 
 #[cfg(test)]
@@ -507,8 +627,11 @@ mod tests {
         assert!(exp(-1000.0) < 1e-37 && exp(-1000.0) >= 0.0);
     }
 
-    /// Every vector level gives the same bits (what lets CI on an AVX2 machine vouch for the
-    /// AVX-512 copies and the other way round): softmax, layer norm, GELU.
+    /// Every vector level gives the same bits for these loops: softmax, layer norm, GELU (not
+    /// the encoder's output as a whole: gemm picks its own kernels by CPU). Meaningful in an
+    /// optimised build (`cargo test --release --lib embed::`), where the copies are
+    /// vectorised; the dev profile compiles this crate without optimisation, where all three
+    /// are the same scalar code.
     #[test]
     fn every_level_gives_the_same_bits() {
         let v: Vec<f32> = (0..389).map(|i| ((i * 7919) % 211) as f32 / 17.0 - 6.0).collect();

@@ -42,9 +42,25 @@ super::fused::simd_fn! {
     }
 }
 
-struct GeluErf;
+super::fused::simd_fn! {
+    /// `o = gelu(s + b)` row by row, `b` added to every row (rows of `b.len()`).
+    fn gelu_bias_rows(o: &mut [f32], s: &[f32], b: &[f32]) {
+        let m = b.len();
+        for (o, s) in o.chunks_mut(m).zip(s.chunks(m)) {
+            for (o, (&x, &c)) in o.iter_mut().zip(s.iter().zip(b)) {
+                let x = x + c;
+                *o = 0.5 * x * (1.0 + erf(x * std::f32::consts::FRAC_1_SQRT_2));
+            }
+        }
+    }
+}
 
-impl CustomOp1 for GeluErf {
+/// GELU of the input, with `bias` (one value per column) added first when given.
+struct GeluErf<'a> {
+    bias: Option<&'a [f32]>,
+}
+
+impl CustomOp1 for GeluErf<'_> {
     fn name(&self) -> &'static str {
         "seamcut-gelu-erf"
     }
@@ -56,7 +72,20 @@ impl CustomOp1 for GeluErf {
         };
         let src = &data[start..end];
         let mut out = vec![0f32; src.len()];
-        out.par_chunks_mut(16 * 1024).zip(src.par_chunks(16 * 1024)).for_each(|(o, s)| gelu_slice(o, s));
+        match self.bias {
+            None => out
+                .par_chunks_mut(16 * 1024)
+                .zip(src.par_chunks(16 * 1024))
+                .for_each(|(o, s)| gelu_slice(o, s)),
+            Some(b) => {
+                let m = b.len();
+                if m == 0 || layout.dims().last() != Some(&m) {
+                    candle_core::bail!("seamcut-gelu-erf: bias of {m} for shape {:?}", layout.dims());
+                }
+                let rows = (16 * 1024 / m).max(1) * m;
+                out.par_chunks_mut(rows).zip(src.par_chunks(rows)).for_each(|(o, s)| gelu_bias_rows(o, s, b));
+            }
+        }
         Ok((CpuStorage::F32(out), layout.shape().clone()))
     }
 }
@@ -67,10 +96,19 @@ impl CustomOp1 for GeluErf {
 /// On a device failure.
 pub fn gelu_erf(x: &Tensor) -> candle_core::Result<Tensor> {
     if x.device().is_cpu() && x.dtype() == candle_core::DType::F32 && x.is_contiguous() {
-        x.apply_op1_no_bwd(&GeluErf)
+        x.apply_op1_no_bwd(&GeluErf { bias: None })
     } else {
         x.gelu_erf()
     }
+}
+
+/// GELU (erf form) of `x + bias`, `bias` added to every row: for the output of
+/// [`super::fused::matmul`], f32 and contiguous on the CPU.
+///
+/// # Errors
+/// On another device, dtype or layout, or a bias that does not fit the last dimension.
+pub fn gelu_erf_bias(x: &Tensor, bias: &[f32]) -> candle_core::Result<Tensor> {
+    x.apply_op1_no_bwd(&GeluErf { bias: Some(bias) })
 }
 
 #[cfg(test)]

@@ -487,8 +487,9 @@ mod tests {
             crate::embed::fused::cap_simd(level);
             let sum = f16_rows::summer();
             crate::embed::fused::cap_simd(u8::MAX);
-            if let Some(sum) = sum {
-                f16_rows_sum_with(sum);
+            match sum {
+                Some(sum) => f16_rows_sum_with(sum),
+                None => eprintln!("no f16 vector summer at level {level} on this CPU: not compared"),
             }
         }
     }

@@ -261,7 +261,7 @@ def test_the_gil_is_released():
 
     def best(f):
         times = []
-        for _ in range(3):
+        for _ in range(5):
             t0 = time.perf_counter()
             f()
             times.append(time.perf_counter() - t0)
