@@ -233,23 +233,7 @@ impl Encoder {
         let mut layers = Vec::with_capacity(cfg.num_hidden_layers);
         for i in 0..cfg.num_hidden_layers {
             let l = vb.pp(format!("encoder.layer.{i}"));
-            let [q, k, v, o, ln1] = if arch == Arch::Mpnet {
-                [
-                    "attention.attn.q",
-                    "attention.attn.k",
-                    "attention.attn.v",
-                    "attention.attn.o",
-                    "attention.LayerNorm",
-                ]
-            } else {
-                [
-                    "attention.self.query",
-                    "attention.self.key",
-                    "attention.self.value",
-                    "attention.output.dense",
-                    "attention.output.LayerNorm",
-                ]
-            };
+            let [q, k, v, o, ln1] = attention_names(arch);
             let (q, k, v) =
                 (Linear::load(&l, q, h, h)?, Linear::load(&l, k, h, h)?, Linear::load(&l, v, h, h)?);
             layers.push(Layer {
@@ -419,6 +403,28 @@ impl Encoder {
     }
 }
 
+/// A layer's attention weight names in `arch`'s checkpoints: query, key, value, output, and
+/// the layer norm after attention.
+fn attention_names(arch: Arch) -> [&'static str; 5] {
+    if arch == Arch::Mpnet {
+        [
+            "attention.attn.q",
+            "attention.attn.k",
+            "attention.attn.v",
+            "attention.attn.o",
+            "attention.LayerNorm",
+        ]
+    } else {
+        [
+            "attention.self.query",
+            "attention.self.key",
+            "attention.self.value",
+            "attention.output.dense",
+            "attention.output.LayerNorm",
+        ]
+    }
+}
+
 /// MPNet's relative-position bucket (transformers' `MPNetEncoder.relative_position_bucket`, the
 /// T5 scheme): half the buckets for each direction, exact up to a quarter of them, then
 /// logarithmic up to `max_distance`. `relative` is the key's position minus the query's.
@@ -471,23 +477,7 @@ mod tests {
         put("embeddings.token_type_embeddings.weight".into(), &[2, h]);
         put("embeddings.LayerNorm.weight".into(), &[h]);
         put("embeddings.LayerNorm.bias".into(), &[h]);
-        let names: [&str; 5] = if arch == Arch::Mpnet {
-            [
-                "attention.attn.q",
-                "attention.attn.k",
-                "attention.attn.v",
-                "attention.attn.o",
-                "attention.LayerNorm",
-            ]
-        } else {
-            [
-                "attention.self.query",
-                "attention.self.key",
-                "attention.self.value",
-                "attention.output.dense",
-                "attention.output.LayerNorm",
-            ]
-        };
+        let names = attention_names(arch);
         for i in 0..layers {
             let p = format!("encoder.layer.{i}");
             for lin in &names[..4] {

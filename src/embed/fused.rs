@@ -530,51 +530,38 @@ impl CustomOp2 for AddLayerNorm<'_> {
         }
         let mut out = vec![0f32; a.len()];
         let (w, c, eps) = (self.weight, self.bias, self.eps);
-        out.par_chunks_mut(h * 16).zip(a.par_chunks(h * 16).zip(b.par_chunks(h * 16))).for_each(
-            |(o, (a, b))| match self.a_bias {
-                Some(ab) => add_bias_norm_rows(o, a, ab, b, w, c, eps),
-                None => add_norm_rows(o, a, b, w, c, eps),
-            },
-        );
+        out.par_chunks_mut(h * 16)
+            .zip(a.par_chunks(h * 16).zip(b.par_chunks(h * 16)))
+            .for_each(|(o, (a, b))| add_norm_rows(o, a, self.a_bias, b, w, c, eps));
         Ok((CpuStorage::F32(out), l1.shape().clone()))
     }
 }
 
-/// Normalises `o` in place: `(o − mean) / √(var + eps) · w + c`.
-#[inline(always)]
-fn norm_row(o: &mut [f32], w: &[f32], c: &[f32], eps: f32) {
-    let h = o.len();
-    // Two passes (mean, then the squared deviations), as torch computes it.
-    let mean = sum(o) / h as f32;
-    let var = sum_sq_dev(o, mean) / h as f32;
-    let inv = 1.0 / (var + eps).sqrt();
-    for (o, (&w, &c)) in o.iter_mut().zip(w.iter().zip(c)) {
-        *o = (*o - mean) * inv * w + c;
-    }
-}
-
 simd_fn! {
-    /// `o = LayerNorm(a + b)` row by row, rows of `w.len()`.
-    fn add_norm_rows(o: &mut [f32], a: &[f32], b: &[f32], w: &[f32], c: &[f32], eps: f32) {
+    /// `o = LayerNorm((a + ab) + b)` row by row, rows of `w.len()`; `ab`, when given, is added
+    /// to every row of `a`.
+    fn add_norm_rows(o: &mut [f32], a: &[f32], ab: Option<&[f32]>, b: &[f32], w: &[f32], c: &[f32], eps: f32) {
         let h = w.len();
         for (o, (a, b)) in o.chunks_mut(h).zip(a.chunks(h).zip(b.chunks(h))) {
-            for (o, (&a, &b)) in o.iter_mut().zip(a.iter().zip(b)) {
-                *o = a + b;
+            match ab {
+                Some(ab) => {
+                    for (o, ((&a, &ab), &b)) in o.iter_mut().zip(a.iter().zip(ab).zip(b)) {
+                        *o = (a + ab) + b;
+                    }
+                }
+                None => {
+                    for (o, (&a, &b)) in o.iter_mut().zip(a.iter().zip(b)) {
+                        *o = a + b;
+                    }
+                }
             }
-            norm_row(o, w, c, eps);
-        }
-    }
-}
-
-simd_fn! {
-    /// `o = LayerNorm((a + ab) + b)` row by row, `ab` added to every row of `a`.
-    fn add_bias_norm_rows(o: &mut [f32], a: &[f32], ab: &[f32], b: &[f32], w: &[f32], c: &[f32], eps: f32) {
-        let h = w.len();
-        for (o, (a, b)) in o.chunks_mut(h).zip(a.chunks(h).zip(b.chunks(h))) {
-            for (o, ((&a, &ab), &b)) in o.iter_mut().zip(a.iter().zip(ab).zip(b)) {
-                *o = (a + ab) + b;
+            // Two passes (mean, then the squared deviations), as torch computes it.
+            let mean = sum(o) / h as f32;
+            let var = sum_sq_dev(o, mean) / h as f32;
+            let inv = 1.0 / (var + eps).sqrt();
+            for (o, (&w, &c)) in o.iter_mut().zip(w.iter().zip(c)) {
+                *o = (*o - mean) * inv * w + c;
             }
-            norm_row(o, w, c, eps);
         }
     }
 }
@@ -640,7 +627,7 @@ mod tests {
             let mut s = v.clone();
             softmax_rows(&mut s, 97); // rows of 97: a tail past every vector width
             let mut o = vec![0f32; 389];
-            add_norm_rows(&mut o, &v, &s, &w, &v, 1e-12);
+            add_norm_rows(&mut o, &v, None, &s, &w, &v, 1e-12);
             let mut g = vec![0f32; 389];
             super::super::gelu::gelu_slice(&mut g, &v);
             (s, o, g)
