@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # NVRTC from PyPI (nvidia-cuda-nvrtc 13.0.88, the version the cuda build links) into
-# target/nvrtc, for the test that compiles every kernel in kernels/ to PTX (tests/kernels.rs):
+# target/nvrtc, for the test that compiles every kernel in kernels/ to PTX (tests/it/kernels.rs):
 # NVRTC needs no GPU, so a kernel that does not compile fails here rather than on a user's GPU.
 # Prints the library's path. 90 MB download, once.
 set -euo pipefail

@@ -11,7 +11,7 @@
 //! Spanish…) takes the same path through a table that says, for each such character, what
 //! the tokenizer's own normaliser and pre-tokenizer make of it (built by running them on the
 //! character alone: lower-casing and accent stripping act per character). Any other input
-//! takes the HF path, so results are always identical to HF's; `tests/wordpiece.rs` checks
+//! takes the HF path, so results are always identical to HF's; `tests/it/wordpiece.rs` checks
 //! that on prose and on random strings.
 
 use std::sync::Arc;

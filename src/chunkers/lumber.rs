@@ -32,7 +32,7 @@
 //! instead of whole paragraphs); `benches/RESULTS.md` has the figures.
 //!
 //! Whatever the LLM answers, chunks are contiguous, cover the document and stay within the
-//! cap (tests/lumber.rs checks this against arbitrary answers).
+//! cap (tests/it/lumber.rs checks this against arbitrary answers).
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

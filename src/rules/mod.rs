@@ -3,7 +3,7 @@
 //!
 //! No rule imports a model, candle or a device: each is testable on numbers written by
 //! hand, and each is checked against its reference implementation on fixtures
-//! (`tests/rules_parity.rs`).
+//! (`tests/it/rules_parity.rs`).
 //!
 //! - [`maxmin`]: Max–Min (Kiss, Nagy, Szilágyi 2025; the authors' `maxmin_chunker.py`).
 //! - [`minima`]: chonkie 1.7.0 `SemanticChunker` (Savitzky–Golay minima, [`savgol`]).

@@ -28,7 +28,7 @@ fn ok(args: &[&str]) -> Output {
 /// A JSONL corpus of `n` documents built from the repository's sample sentences (several
 /// paragraphs each, ids and a `lang` field), with one bad line in the middle.
 fn corpus(dir: &Path, n: usize) -> PathBuf {
-    let sentences: Vec<&str> = include_str!("../benches/data-sentences.txt").lines().collect();
+    let sentences: Vec<&str> = include_str!("../../benches/data-sentences.txt").lines().collect();
     let path = dir.join("corpus.jsonl");
     let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
     let mut k = 0;
@@ -351,7 +351,7 @@ fn the_default_model_travels_with_the_binary_and_calibration_follows_the_weights
     let exe = dir.path().join("seamcut");
     std::fs::copy(bin(), &exe).unwrap();
     let doc = dir.path().join("d.txt");
-    std::fs::write(&doc, include_str!("../benches/data-sentences.txt")).unwrap();
+    std::fs::write(&doc, include_str!("../../benches/data-sentences.txt")).unwrap();
     let out = Command::new(&exe)
         .args(["chunk", doc.to_str().unwrap(), "--chunker", "maxmin"])
         .env("SEAMCUT_MODELS", dir.path().join("nowhere"))
@@ -408,7 +408,7 @@ fn catalog_fingerprints_are_those_of_the_shipped_weights() {
 fn spec_files_and_flags_build_the_same_chunker() {
     let dir = tempfile::tempdir().unwrap();
     let doc = dir.path().join("d.txt");
-    std::fs::write(&doc, include_str!("../benches/data-sentences.txt")).unwrap();
+    std::fs::write(&doc, include_str!("../../benches/data-sentences.txt")).unwrap();
     let d = doc.to_str().unwrap();
     let flags =
         ["--chunker", "minima", "--max-tokens", "128", "--threshold", "0.7", "--splitter", "segmenter"];

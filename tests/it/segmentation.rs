@@ -12,7 +12,7 @@ struct Case {
 
 #[test]
 fn hand_checked_cases() {
-    let data = include_str!("data/segmentation.jsonl");
+    let data = include_str!("../data/segmentation.jsonl");
     let seg = Segmenter::default();
     let mut failures = Vec::new();
     let mut n = 0;
@@ -40,7 +40,7 @@ fn a_sentence_after_a_no_break_space_starts_trimmed() {
 
 #[test]
 fn spans_are_trimmed_ordered_and_on_char_boundaries() {
-    let data = include_str!("data/segmentation.jsonl");
+    let data = include_str!("../data/segmentation.jsonl");
     let seg = Segmenter::default();
     for line in data.lines() {
         let case: Case = serde_json::from_str(line).unwrap();

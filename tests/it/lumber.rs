@@ -337,7 +337,7 @@ impl LlmBackend for Costing {
     }
 }
 
-/// `SEAMCUT_BOOK=/path/book.txt cargo test --release --test lumber -- --ignored --nocapture`
+/// `SEAMCUT_BOOK=/path/book.txt cargo test --release --test it lumber:: -- --ignored --nocapture`
 #[test]
 #[ignore = "a measurement: needs SEAMCUT_BOOK"]
 fn measure_requests_and_prompt_tokens_per_mode_on_a_book() {
