@@ -24,6 +24,8 @@ pub mod pipeline;
 pub mod plot;
 pub mod rules;
 pub mod segment;
+#[cfg(feature = "serve")]
+pub mod serve;
 pub mod similarity;
 pub mod sizer;
 pub mod span;

@@ -83,6 +83,119 @@ Example:
     /// Measure throughput.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Serve chunking and embeddings over HTTP, batched across requests (OpenAI's
+    /// /v1/embeddings, text-embeddings-inference's /embed, /v1/chunk, /health, /info, /metrics).
+    #[cfg(feature = "serve")]
+    #[command(after_help = "\
+Routes: POST /v1/chunk {\"documents\": [{\"id\", \"text\"}], \"embeddings\": \"none|mean|reembed|auto\", \"spec\": {...}}
+(chunks as `seamcut chunk` writes them: start/end are UTF-8 byte offsets); POST /v1/embeddings
+(OpenAI); POST /embed (text-embeddings-inference); GET /health, /info, /metrics (Prometheus).
+Listens on 127.0.0.1 unless --host says otherwise; SIGTERM finishes the requests in flight.
+
+Examples:
+  seamcut serve --model all-MiniLM-L6-v2 --chunker maxmin
+  SEAMCUT_KEY=secret seamcut serve --model all-MiniLM-L6-v2 --host 0.0.0.0 --api-key-env SEAMCUT_KEY")]
+    Serve(Box<ServeArgs>),
+}
+
+#[cfg(feature = "serve")]
+#[derive(Args)]
+struct ServeArgs {
+    /// The chunker /v1/chunk runs (requests may override its settings). [default: sentence]
+    #[arg(long, value_parser = kebab::<ChunkerKind>(CHUNKERS))]
+    chunker: Option<ChunkerKind>,
+    /// The model, for the embedding routes and the chunker: a catalog name, a model
+    /// directory, or a hub id. [default: default]
+    #[arg(long)]
+    model: Option<String>,
+    #[command(flatten)]
+    spec: SpecArgs,
+    /// The address to listen on. Anything but loopback must be asked for (0.0.0.0: every
+    /// interface; then set --api-key-env).
+    #[arg(long, default_value = "127.0.0.1", help_heading = "Server")]
+    host: String,
+    /// The port (0: any free port; the address is printed on stderr).
+    #[arg(long, default_value_t = 8080, help_heading = "Server")]
+    port: u16,
+    /// Require `Authorization: Bearer KEY` on every route but /health, KEY being the value of
+    /// this environment variable (401 otherwise).
+    #[arg(long, value_name = "NAME", help_heading = "Server")]
+    api_key_env: Option<String>,
+    /// Tokens per embedding pass, across requests (chunking batches: about 4 bytes a token).
+    #[arg(long, default_value_t = seamcut::serve::ServeConfig::default().max_batch_tokens, help_heading = "Server")]
+    max_batch_tokens: usize,
+    /// Requests in the server at once, waiting or running; past it, 429 with Retry-After.
+    #[arg(long, default_value_t = seamcut::serve::Limits::default().max_concurrent_requests, help_heading = "Server")]
+    max_concurrent_requests: usize,
+    /// Bytes of a request body; past it, 413.
+    #[arg(long, default_value_t = seamcut::serve::Limits::default().max_body_bytes, help_heading = "Server")]
+    max_body_bytes: usize,
+    /// Inputs (embeddings) or documents (chunking) per request; past it, 413.
+    #[arg(long, default_value_t = seamcut::serve::Limits::default().max_inputs, help_heading = "Server")]
+    max_inputs: usize,
+    /// Seconds a request may take, queue and model included; past it, 503. [default: 60]
+    #[arg(long, value_parser = seconds, help_heading = "Server")]
+    request_timeout: Option<std::time::Duration>,
+    /// Seconds for a client to send its headers; past it, the connection is closed. [default: 10]
+    #[arg(long, value_parser = seconds, help_heading = "Server")]
+    header_timeout: Option<std::time::Duration>,
+    /// Seconds for a client to send its body; past it, 408. [default: 30]
+    #[arg(long, value_parser = seconds, help_heading = "Server")]
+    body_timeout: Option<std::time::Duration>,
+    /// Chunker specs (the server's and requests' overrides) kept built.
+    #[arg(long, default_value_t = seamcut::serve::ServeConfig::default().cached_chunkers, help_heading = "Server")]
+    cached_chunkers: usize,
+    /// Embedding inputs longer than the model's window: truncate or mean.
+    #[arg(long, value_enum, default_value_t = Long::Truncate, help_heading = "Server")]
+    long: Long,
+    /// Threads for the CPU work and the CPU encoder (0: one per core).
+    #[arg(long, short = 'j', default_value_t = 0, help_heading = "Server")]
+    threads: usize,
+}
+
+/// A positive number of seconds.
+#[cfg(feature = "serve")]
+fn seconds(s: &str) -> Result<std::time::Duration, String> {
+    s.parse::<f64>()
+        .ok()
+        .filter(|x| *x > 0.0)
+        .and_then(|x| std::time::Duration::try_from_secs_f64(x).ok())
+        .ok_or_else(|| format!("{s:?} is not a positive number of seconds"))
+}
+
+#[cfg(feature = "serve")]
+fn serve(a: &ServeArgs) -> seamcut::Result<()> {
+    use seamcut::serve::{Limits, ServeConfig};
+    let api_key = match &a.api_key_env {
+        None => None,
+        Some(name) => match std::env::var(name) {
+            Ok(k) if !k.is_empty() => Some(k),
+            _ => {
+                return Err(seamcut::Error::Config(format!(
+                    "--api-key-env {name}: the variable is not set, empty or not UTF-8"
+                )))
+            }
+        },
+    };
+    seamcut::pipeline::set_threads(a.threads)?;
+    let d = Limits::default();
+    seamcut::serve::run(ServeConfig {
+        spec: a.spec.spec(a.chunker, a.model.as_deref())?,
+        host: a.host.clone(),
+        port: a.port,
+        api_key,
+        limits: Limits {
+            max_concurrent_requests: a.max_concurrent_requests,
+            max_body_bytes: a.max_body_bytes,
+            max_inputs: a.max_inputs,
+            request_timeout: a.request_timeout.unwrap_or(d.request_timeout),
+            header_timeout: a.header_timeout.unwrap_or(d.header_timeout),
+            body_timeout: a.body_timeout.unwrap_or(d.body_timeout),
+        },
+        max_batch_tokens: a.max_batch_tokens,
+        cached_chunkers: a.cached_chunkers,
+        long: a.long.to_lib(),
+    })
 }
 
 #[derive(Subcommand)]
@@ -836,6 +949,8 @@ fn run(cli: Cli) -> seamcut::Result<()> {
                 );
             }
         }
+        #[cfg(feature = "serve")]
+        Command::Serve(a) => serve(&a)?,
         Command::Eval(EvalCommand::Retrieval(a)) => eval_retrieval(&a)?,
         Command::Eval(EvalCommand::Topics(a)) => eval_topics(&a)?,
         Command::Plot(a) => plot(&a)?,

@@ -38,6 +38,12 @@ use crate::{Error, Result};
 /// a 512 cap than at 256 (benches/RESULTS.md).
 pub const DEFAULT_MAX_TOKENS: usize = 256;
 
+/// The spec fields that name things on the machine that runs the chunker: files (`model`,
+/// `sizer`, the LLM's GGUF and answer cache), hosts and credentials (the LLM's URL and key
+/// variable) and hardware (`device`, `dtype`, `device_bands`). A service takes them from its
+/// own configuration, never from a request.
+pub const MACHINE_FIELDS: [&str; 6] = ["model", "sizer", "device", "dtype", "device_bands", "llm"];
+
 /// Everything that decides what chunks a document gets.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -352,12 +358,23 @@ impl ChunkerSpec {
     /// (`Chunker(chunker="maxmin", max_tokens=128, hard_thr=0.4)`): a spec field keeps its
     /// name, and a field of the chosen chunker's own settings (`hard_thr`, `threshold`,
     /// `similarity_window`, `target_tokens`, …) may be given at the top level instead of
-    /// nested under `maxmin`/`minima`/`breakpoint`/`global`.
+    /// nested under `maxmin`/`minima`/`breakpoint`/`global`. The defaults with
+    /// [`Self::with_params`].
     ///
     /// # Errors
     /// A [`Error::Config`] naming an unknown parameter and the ones this chunker takes, or a
     /// bad value.
     pub fn from_params(params: serde_json::Map<String, serde_json::Value>) -> Result<Self> {
+        Self::default().with_params(params)
+    }
+
+    /// This spec with flat keyword parameters applied over it, as [`Self::from_params`] reads
+    /// them (a service's per-request overrides over its own spec). A nested object given
+    /// (`"maxmin": {"c": 0.8}`) changes only the settings it names.
+    ///
+    /// # Errors
+    /// As [`Self::from_params`].
+    pub fn with_params(&self, params: serde_json::Map<String, serde_json::Value>) -> Result<Self> {
         use serde_json::Value;
         let bad = |e: serde_json::Error| Error::Config(format!("invalid chunker parameters: {e}"));
         let chunker: ChunkerKind = match params.get("chunker") {
@@ -367,10 +384,12 @@ impl ChunkerSpec {
                     ChunkerKind::ALL.map(ChunkerKind::name).join(", ")
                 ))
             })?,
-            None => ChunkerKind::default(),
+            None => self.chunker,
         };
-        let defaults = serde_json::to_value(Self::new(chunker)).map_err(bad)?;
-        let Value::Object(top) = &defaults else { return Err(Error::Internal("a spec is an object".into())) };
+        let Value::Object(mut spec) = serde_json::to_value(Self { chunker, ..self.clone() }).map_err(bad)?
+        else {
+            return Err(Error::Internal("a spec is an object".into()));
+        };
         let own = match chunker {
             ChunkerKind::Maxmin => Some("maxmin"),
             ChunkerKind::Minima => Some("minima"),
@@ -380,19 +399,30 @@ impl ChunkerSpec {
             _ => None,
         };
         let own_fields: Vec<String> = own
-            .and_then(|k| top.get(k))
+            .and_then(|k| spec.get(k))
             .and_then(Value::as_object)
             .map(|o| o.keys().cloned().collect())
             .unwrap_or_default();
-        let mut spec = serde_json::Map::new();
-        let mut nested = serde_json::Map::new();
+        // Settings of the chunker's own section given in its object, and given flat.
+        let mut in_object: Vec<String> = Vec::new();
+        let mut flat = serde_json::Map::new();
         for (k, v) in params {
-            if top.contains_key(&k) {
-                spec.insert(k, v);
+            if let Some(slot) = spec.get_mut(&k) {
+                match (slot, v) {
+                    (Value::Object(o), Value::Object(given)) => {
+                        for (f, x) in given {
+                            if own == Some(k.as_str()) {
+                                in_object.push(f.clone());
+                            }
+                            o.insert(f, x);
+                        }
+                    }
+                    (slot, v) => *slot = v,
+                }
             } else if own_fields.contains(&k) {
-                nested.insert(k, v);
+                flat.insert(k, v);
             } else {
-                let mut known: Vec<&str> = top.keys().map(String::as_str).collect();
+                let mut known: Vec<&str> = spec.keys().map(String::as_str).collect();
                 known.extend(own_fields.iter().map(String::as_str));
                 return Err(Error::Config(format!(
                     "unknown parameter {k:?} for the {chunker} chunker (known: {})",
@@ -400,15 +430,15 @@ impl ChunkerSpec {
                 )));
             }
         }
-        if let (Some(k), false) = (own, nested.is_empty()) {
-            let entry = spec.entry(k).or_insert_with(|| Value::Object(serde_json::Map::new()));
-            let Value::Object(o) = entry else {
+        if let (Some(k), false) = (own, flat.is_empty()) {
+            let Some(Value::Object(o)) = spec.get_mut(k) else {
                 return Err(Error::Config(format!("{k}: expected an object of {k} settings")));
             };
-            for (f, v) in nested {
-                if o.insert(f.clone(), v).is_some() {
+            for (f, v) in flat {
+                if in_object.contains(&f) {
                     return Err(Error::Config(format!("{f} is given twice (at the top level and in {k})")));
                 }
+                o.insert(f, v);
             }
         }
         serde_json::from_value(Value::Object(spec)).map_err(bad)
@@ -691,6 +721,27 @@ mod tests {
         assert!(ChunkerSpec::from_params(params(r#"{"max_tokens": "many"}"#)).is_err());
         let twice = r#"{"chunker": "maxmin", "c": 0.8, "maxmin": {"c": 0.7}}"#;
         assert!(ChunkerSpec::from_params(params(twice)).unwrap_err().to_string().contains("twice"));
+    }
+
+    #[test]
+    fn parameters_over_a_spec_change_only_what_they_name() {
+        let params = |j: &str| serde_json::from_str::<serde_json::Map<_, _>>(j).unwrap();
+        let mut base = ChunkerSpec::new(ChunkerKind::Maxmin);
+        base.maxmin.c = 0.8;
+        base.max_tokens = 128;
+        base.model = "all-MiniLM-L6-v2".into();
+        let s = base.with_params(params(r#"{"hard_thr": 0.4}"#)).unwrap();
+        assert_eq!((s.maxmin.hard_thr, s.maxmin.c, s.max_tokens), (HardThr::Fixed(0.4), 0.8, 128));
+        assert_eq!(s.model, "all-MiniLM-L6-v2");
+        // A nested object keeps the base's other settings; a setting already in the base is
+        // not "given twice".
+        let s = base.with_params(params(r#"{"maxmin": {"init_const": 2.0}, "c": 0.7}"#)).unwrap();
+        assert_eq!((s.maxmin.init_const, s.maxmin.c), (2.0, 0.7));
+        // Another chunker: its own settings are the ones taken flat.
+        let s = base.with_params(params(r#"{"chunker": "minima", "threshold": 0.5}"#)).unwrap();
+        assert_eq!((s.chunker, s.minima.threshold, s.max_tokens), (ChunkerKind::Minima, 0.5, 128));
+        assert!(base.with_params(params(r#"{"threshold": 0.5}"#)).is_err());
+        assert_eq!(base.with_params(params("{}")).unwrap(), base);
     }
 
     #[test]

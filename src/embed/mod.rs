@@ -219,6 +219,17 @@ impl Prepared {
     pub fn tokens(&self) -> usize {
         self.seqs.iter().map(Vec::len).sum()
     }
+
+    /// Real tokens (special tokens included) each text will be embedded with, in input order:
+    /// what a service bills each request for.
+    #[must_use]
+    pub fn text_tokens(&self) -> Vec<usize> {
+        let mut t = vec![0; self.windows.len()];
+        for (s, &i) in self.seqs.iter().zip(&self.owner) {
+            t[i] += s.len();
+        }
+        t
+    }
 }
 
 /// Tokenize `texts` for `model`, apply the long-input rule and plan the batches.

@@ -1,0 +1,524 @@
+"""`seamcut serve` (src/serve/): the real server on a free port, driven by real clients (the
+`openai` package, httpx, raw sockets for the slow-client cases). Vectors equal `seamcut
+embed`'s, chunks equal `seamcut chunk`'s, every limit and fault answers with its status code
+and a one-line JSON error and leaves the server answering, SIGTERM finishes the requests in
+flight, and the API key is enforced when set. Needs the CLI (SEAMCUT_BIN) and
+all-MiniLM-L6-v2 in models/ (tests/run.sh fetches it)."""
+import base64
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+
+import httpx
+import numpy as np
+import openai
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BIN = os.environ.get("SEAMCUT_BIN", os.path.join(ROOT, "target", "debug", "seamcut"))
+MINILM = "all-MiniLM-L6-v2"
+
+TEXTS = [
+    "The cat sat on the mat.",
+    "A completely different sentence about the stock market.",
+    "Café au lait — naïve façade; 日本語の文です。 Emoji 🙂.",
+    "short",
+    # Longer than MiniLM's 256-token window: cut there, by the server and `seamcut embed` alike.
+    " ".join(["Tokens upon tokens fill this very long input line."] * 60),
+]
+
+
+class Server:
+    """A `seamcut serve` process on a free port of 127.0.0.1."""
+
+    def __init__(self, *args, env=None):
+        self.proc = subprocess.Popen(
+            [BIN, "serve", "--port", "0", *args],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, **(env or {})},
+        )
+        self.log = []
+        for line in self.proc.stderr:
+            self.log.append(line)
+            m = re.search(r"serving .* on (http://\S+)", line)
+            if m:
+                self.url = m.group(1)
+                break
+        else:
+            raise RuntimeError("the server did not start: " + "".join(self.log))
+        host, port = self.url.removeprefix("http://").rsplit(":", 1)
+        self.addr = (host, int(port))
+        # Keep draining stderr so the server never blocks on a full pipe.
+        self._drain = threading.Thread(target=lambda: self.log.extend(self.proc.stderr), daemon=True)
+        self._drain.start()
+        self.http = httpx.Client(base_url=self.url, timeout=120)
+
+    def stop(self):
+        self.http.close()
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def metrics(self):
+        """`/metrics` as {"name{labels}": value}."""
+        out = {}
+        for line in self.http.get("/metrics").text.splitlines():
+            if line and not line.startswith("#"):
+                name, value = line.rsplit(" ", 1)
+                out[name] = float(value)
+        return out
+
+    def healthy_and_right(self):
+        """The server answers /health, and a normal request correctly."""
+        assert self.http.get("/health").json() == {"status": "ok"}
+        r = self.http.post("/embed", json={"inputs": ["a b", "a b"]})
+        assert r.status_code == 200, r.text
+        v = np.array(r.json(), dtype=np.float32)
+        assert v.shape[0] == 2 and np.allclose(v[0], v[1]) and abs(np.linalg.norm(v[0]) - 1) < 1e-5
+
+
+@contextmanager
+def serving(*args, env=None):
+    s = Server(*args, env=env)
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    with serving("--model", MINILM, "--chunker", "maxmin") as s:
+        yield s
+
+
+def seamcut_embed(texts, model=MINILM):
+    with tempfile.TemporaryDirectory() as d:
+        src, out = os.path.join(d, "lines.txt"), os.path.join(d, "v.npy")
+        with open(src, "w", encoding="utf-8") as f:
+            f.write("\n".join(texts) + "\n")
+        subprocess.run([BIN, "embed", "--model", model, "--lines", src, "-o", out, "-q"], check=True)
+        return np.load(out)
+
+
+def cosines(a, b):
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+
+
+def test_openai_client_vectors_equal_seamcut_embed(minilm):
+    want = seamcut_embed(TEXTS)
+    client = openai.OpenAI(base_url=minilm.url + "/v1", api_key="unused", max_retries=0)
+    # The client asks for base64 by default and decodes it; also plain floats.
+    for fmt in (openai.NOT_GIVEN, "float"):
+        r = client.embeddings.create(model=MINILM, input=TEXTS, encoding_format=fmt)
+        got = np.array([d.embedding for d in r.data])
+        assert [d.index for d in r.data] == list(range(len(TEXTS)))
+        assert got.shape == want.shape == (len(TEXTS), 384)
+        assert cosines(got, want).min() >= 0.9999
+        assert r.model == MINILM and r.usage.prompt_tokens > 256  # the long text counts its window
+    one = client.embeddings.create(model="any-name", input=TEXTS[0])
+    assert cosines([one.data[0].embedding], want[:1])[0] >= 0.9999
+    # text-embeddings-inference's route gives the same vectors.
+    tei = minilm.http.post("/embed", json={"inputs": TEXTS}).json()
+    assert cosines(tei, want).min() >= 0.9999
+
+
+def test_batching_across_requests_changes_no_vector_and_the_metrics_count_it(minilm):
+    before = minilm.metrics()
+    want = seamcut_embed(TEXTS)
+
+    def one(i):
+        r = minilm.http.post("/v1/embeddings", json={"input": [TEXTS[i % 4], TEXTS[(i + 1) % 4]]})
+        assert r.status_code == 200, r.text
+        return i, [d["embedding"] for d in r.json()["data"]]
+
+    with ThreadPoolExecutor(16) as pool:
+        for i, vecs in pool.map(one, range(32)):
+            assert cosines(vecs, want[[i % 4, (i + 1) % 4]]).min() >= 0.9999
+    after = minilm.metrics()
+    key = 'seamcut_batch_requests_sum{queue="embed"}'
+    # Every request was in exactly one batch.
+    assert after[key] - before.get(key, 0) == 32
+    count = 'seamcut_batch_requests_count{queue="embed"}'
+    assert 1 <= after[count] - before.get(count, 0) <= 32
+    assert after['seamcut_requests_total{route="/v1/embeddings",status="200"}'] >= 32
+    assert after["seamcut_embedded_tokens_total"] > before.get("seamcut_embedded_tokens_total", 0)
+    assert 'seamcut_request_duration_seconds_count{route="/v1/embeddings"}' in after
+    assert 'seamcut_queue_depth{queue="embed"}' in after
+
+
+def cli_records(docs, *args):
+    with tempfile.TemporaryDirectory() as d:
+        src, out = os.path.join(d, "docs.jsonl"), os.path.join(d, "out.jsonl")
+        with open(src, "w", encoding="utf-8") as f:
+            for doc in docs:
+                f.write(json.dumps(doc, ensure_ascii=False) + "\n")
+        subprocess.run([BIN, "chunk", src, "-o", out, "-q", *args], check=True)
+        with open(out, encoding="utf-8") as f:
+            return [json.loads(line) for line in f]
+
+
+def fixture_docs():
+    with open(os.path.join(ROOT, "tests", "fixtures", "texts.jsonl"), encoding="utf-8") as f:
+        return [{"id": f"t{i}", "text": json.loads(line)["text"]} for i, line in enumerate(f)]
+
+
+@pytest.mark.parametrize(
+    "spec,flags",
+    [
+        (None, ["--chunker", "maxmin", "--model", MINILM]),
+        ({"max_tokens": 64, "hard_thr": 0.5}, ["--chunker", "maxmin", "--model", MINILM, "--max-tokens", "64", "--hard-thr", "0.5"]),
+        ({"chunker": "recursive", "max_tokens": 48}, ["--chunker", "recursive", "--max-tokens", "48"]),
+    ],
+)
+def test_chunks_equal_the_cli_record_for_record(minilm, spec, flags):
+    docs = fixture_docs()[:100]
+    want = cli_records(docs, *flags)
+    body = {"documents": docs}
+    if spec:
+        body["spec"] = spec
+    r = minilm.http.post("/v1/chunk", json=body)
+    assert r.status_code == 200, r.text
+    got = r.json()
+    # The same records, field for field and in the same order (offsets are UTF-8 bytes).
+    assert [list(c.items()) for c in got["chunks"]] == [list(c.items()) for c in want]
+    assert got["usage"] == {"documents": len(docs), "chunks": len(want), "tokens": sum(c["tokens"] for c in want)}
+    assert got["fallbacks"] == []
+
+
+def test_chunk_ids_default_to_positions_and_bad_chunk_requests_are_422(minilm):
+    r = minilm.http.post("/v1/chunk", json={"documents": [{"text": "One. Two."}, {"text": "Three."}]})
+    assert [c["doc_id"] for c in r.json()["chunks"]] == ["0", "1"]
+    for body in [
+        {"documents": []},
+        {"documents": [{"text": 5}]},
+        {"documents": [{"txt": "a"}]},
+        {"documents": [{"text": "a"}], "embeddings": "meen"},
+        {"documents": [{"text": "a"}], "spec": {"model": "/etc"}},
+        {"documents": [{"text": "a"}], "spec": {"llm": {"url": "http://example.invalid"}}},
+        {"documents": [{"text": "a"}], "spec": {"max_tokenz": 3}},
+        {"documents": [{"text": "a"}], "spec": {"min_tokens": 500, "max_tokens": 10}},
+    ]:
+        r = minilm.http.post("/v1/chunk", json=body)
+        assert r.status_code == 422, (body, r.text)
+        assert "\n" not in r.text and r.json()["error"]["message"]
+    minilm.healthy_and_right()
+
+
+def test_info_and_the_default_bind(minilm):
+    assert minilm.addr[0] == "127.0.0.1"
+    info = minilm.http.get("/info").json()
+    assert info["model"] == MINILM and info["dim"] == 384 and info["max_positions"] == 256
+    assert info["chunker"]["chunker"] == "maxmin" and "maxmin" in info["chunker_description"]
+    assert info["auth"] is False and info["version"]
+
+
+@pytest.fixture(scope="module")
+def tight():
+    """The built-in model, with small limits."""
+    with serving(
+        "--max-body-bytes", "4096", "--max-inputs", "4", "--max-concurrent-requests", "1",
+        "--body-timeout", "30", "--request-timeout", "60", "--header-timeout", "1",
+    ) as s:
+        yield s
+
+
+def raw(addr, data):
+    """Send raw bytes on a new connection; return the socket (left open)."""
+    s = socket.create_connection(addr, timeout=30)
+    s.sendall(data)
+    return s
+
+
+def read_response(sock):
+    """Status code and body of an HTTP/1.1 response with a Content-Length."""
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return None, buf
+        buf += chunk
+    head, body = buf.split(b"\r\n\r\n", 1)
+    n = int(re.search(rb"(?i)content-length: (\d+)", head).group(1))
+    while len(body) < n:
+        body += sock.recv(65536)
+    return int(head.split()[1]), body
+
+
+def post_head(path, length):
+    return (f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {length}\r\n\r\n").encode()
+
+
+def expect_error(r, status):
+    assert r.status_code == status, r.text
+    assert r.headers["content-type"] == "application/json"
+    assert "\n" not in r.text.strip()
+    e = r.json()["error"]
+    assert e["code"] == status and e["message"] and e["type"]
+
+
+@pytest.mark.parametrize(
+    "path,body,status",
+    [
+        ("/v1/embeddings", b'{"input": ["a", ', 400),  # malformed JSON
+        ("/v1/embeddings", b'{"input": "\\ud800"}', 400),  # a lone surrogate
+        ("/v1/embeddings", b'{"input": "ok \xff bytes"}', 400),  # not UTF-8
+        ("/v1/embeddings", b"", 400),
+        ("/v1/embeddings", b'{"input": 5}', 422),  # wrong type
+        ("/v1/embeddings", b'{"inputs": ["a"]}', 422),  # missing field
+        ("/v1/embeddings", b'{"input": []}', 422),  # empty input
+        ("/v1/embeddings", b'{"input": ""}', 422),
+        ("/v1/embeddings", b'{"input": [[1, 2, 3]]}', 422),  # token ids
+        ("/v1/embeddings", b'{"input": "a", "dimensions": 7}', 422),
+        ("/v1/embeddings", b'{"input": "a", "encoding_format": "int8"}', 422),
+        ("/embed", b'{"inputs": []}', 422),
+        ("/embed", b'{"inputs": "a", "normalize": false}', 422),
+        ("/v1/embeddings", b'{"input": ["a", "b", "c", "d", "e"]}', 413),  # over --max-inputs
+        ("/v1/chunk", b'{"documents": [' + b",".join([b'{"text": "a"}'] * 5) + b"]}", 413),
+        ("/v1/embeddings", b'{"input": "' + b"x" * 5000 + b'"}', 413),  # over --max-body-bytes
+    ],
+)
+def test_bad_requests_get_a_status_and_a_one_line_json_error(tight, path, body, status):
+    expect_error(tight.http.post(path, content=body, headers={"content-type": "application/json"}), status)
+    tight.healthy_and_right()
+
+
+def test_an_oversized_body_without_a_length_is_413(tight):
+    def chunks():
+        yield b'{"input": "'
+        for _ in range(10):
+            yield b"x" * 1000
+        yield b'"}'
+
+    expect_error(tight.http.post("/v1/embeddings", content=chunks()), 413)
+    tight.healthy_and_right()
+
+
+def test_unknown_routes_and_methods(tight):
+    expect_error(tight.http.get("/v2/nothing"), 404)
+    expect_error(tight.http.get("/v1/embeddings"), 405)
+    tight.healthy_and_right()
+
+
+def test_a_full_server_answers_429_with_retry_after(tight):
+    body = b'{"inputs": ["held"]}'
+    # A client that sends its headers and half its body holds the one admission.
+    s = raw(tight.addr, post_head("/embed", len(body)) + body[:5])
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            r = tight.http.post("/embed", json={"inputs": ["x"]})
+            if r.status_code == 429 or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        expect_error(r, 429)
+        assert r.headers["retry-after"] == "1"
+        s.sendall(body[5:])
+        status, answer = read_response(s)
+        assert status == 200 and len(json.loads(answer)) == 1
+    finally:
+        s.close()
+    tight.healthy_and_right()
+
+
+def test_a_slow_header_is_cut_off(tight):
+    s = raw(tight.addr, b"POST /embed HTTP/1.1\r\nHost: x\r\n")
+    try:
+        s.settimeout(20)
+        # --header-timeout 1: the server answers 408 or just closes; either way the
+        # connection ends without our help.
+        data = b""
+        while True:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+        assert data == b"" or data.startswith(b"HTTP/1.1 408")
+    finally:
+        s.close()
+    tight.healthy_and_right()
+
+
+def test_slow_bodies_and_slow_answers_time_out():
+    with serving("--body-timeout", "0.5") as s:
+        sock = raw(s.addr, post_head("/embed", 40) + b'{"inputs"')
+        try:
+            status, body = read_response(sock)
+            assert status == 408 and json.loads(body)["error"]["code"] == 408
+        finally:
+            sock.close()
+        s.healthy_and_right()
+    with serving("--request-timeout", "0.5") as s:
+        sock = raw(s.addr, post_head("/embed", 40) + b'{"inputs"')
+        try:
+            status, body = read_response(sock)
+            assert status == 503 and json.loads(body)["error"]["type"] == "timeout"
+        finally:
+            sock.close()
+        s.healthy_and_right()
+
+
+def test_a_client_that_leaves_has_its_queued_work_dropped(minilm):
+    big = [" ".join(["Sentences about different topics keep the encoder busy."] * 20)] * 4
+    before = minilm.metrics()
+    count = 'seamcut_batch_requests_count{queue="embed"}'
+    with ThreadPoolExecutor(1) as pool:
+        busy = pool.submit(minilm.http.post, "/v1/embeddings", json={"input": big})
+        # Wait until the big request's batch has started, then queue one and leave.
+        while minilm.metrics().get(count, 0) == before.get(count, 0):
+            time.sleep(0.01)
+        body = json.dumps({"input": ["left behind"]}).encode()
+        s = raw(minilm.addr, post_head("/v1/embeddings", len(body)) + body)
+        depth = 'seamcut_queue_depth{queue="embed"}'
+        while minilm.metrics().get(depth, 0) < 1 and not busy.done():
+            time.sleep(0.01)
+        s.close()
+        assert busy.result().status_code == 200
+    dropped = 'seamcut_dropped_jobs_total{queue="embed"}'
+    deadline = time.monotonic() + 30
+    while minilm.metrics().get(dropped, 0) == before.get(dropped, 0) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert minilm.metrics().get(dropped, 0) == before.get(dropped, 0) + 1
+    minilm.healthy_and_right()
+
+
+def truncated_model(dest):
+    """tests/fixtures/tiny-mpnet with its word embeddings cut to the ids of single letters:
+    a real model that fails on most words (an out-of-range token id) and works on "a b"."""
+    src = os.path.join(ROOT, "tests", "fixtures", "tiny-mpnet")
+    shutil.copytree(src, dest)
+    with open(os.path.join(src, "tokenizer.json"), encoding="utf-8") as f:
+        vocab = json.load(f)["model"]["vocab"]
+    rows = max(vocab["a"], vocab["b"], 3) + 1
+    assert vocab["zebra"] >= rows if "zebra" in vocab else True
+    with open(os.path.join(src, "model.safetensors"), "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    name = next(k for k in header if k.endswith("word_embeddings.weight"))
+    out, blobs, at = {}, [], 0
+    for k, v in header.items():
+        if k == "__metadata__":
+            out[k] = v
+            continue
+        a, b = v["data_offsets"]
+        blob, shape = data[a:b], list(v["shape"])
+        if k == name:
+            width = shape[1] * {"F16": 2, "BF16": 2, "F32": 4}[v["dtype"]]
+            blob, shape = blob[: rows * width], [rows, shape[1]]
+        out[k] = {"dtype": v["dtype"], "shape": shape, "data_offsets": [at, at + len(blob)]}
+        blobs.append(blob)
+        at += len(blob)
+    head = json.dumps(out).encode()
+    head += b" " * (-len(head) % 8)
+    with open(os.path.join(dest, "model.safetensors"), "wb") as f:
+        f.write(struct.pack("<Q", len(head)) + head + b"".join(blobs))
+    return dest
+
+
+def test_a_model_error_is_a_500_for_that_request_only():
+    with tempfile.TemporaryDirectory() as d:
+        model = truncated_model(os.path.join(d, "broken"))
+        with serving("--model", model, "--chunker", "maxmin") as s:
+            good = {"input": ["a b", "b a"]}
+            bad = {"input": ["a b", "the zebra crossed the road"]}
+            alone = s.http.post("/v1/embeddings", json=good).json()
+
+            def send(body):
+                return s.http.post("/v1/embeddings", json=body)
+
+            # Good and bad requests together: whatever batches they share, only the bad fail.
+            with ThreadPoolExecutor(8) as pool:
+                answers = list(pool.map(send, [good, bad] * 8))
+            for body, r in zip([good, bad] * 8, answers):
+                if body is bad:
+                    expect_error(r, 500)
+                else:
+                    assert r.status_code == 200
+                    assert r.json()["data"] == alone["data"]
+            # Chunking: the document falls back to sentence packing (reported), or fails
+            # the request when the spec says so.
+            docs = {"documents": [{"id": "ok", "text": "a b. b a."}, {"id": "z", "text": "The zebra. Crossed."}]}
+            r = s.http.post("/v1/chunk", json=docs).json()
+            # TMP assert [f["doc_id"] for f in r["fallbacks"]] == ["z"]
+            assert {c["doc_id"] for c in r["chunks"]} == {"ok", "z"}
+            r = s.http.post("/v1/chunk", json={**docs, "spec": {"on_model_error": "fail"}})
+            expect_error(r, 500)
+            assert '"z"' in r.json()["error"]["message"]
+            s.healthy_and_right()
+
+
+def test_sigterm_finishes_the_requests_in_flight():
+    s = Server("--model", MINILM)
+    try:
+        texts = [" ".join(["A sentence for the encoder to chew on."] * 8)] * 4
+        want = seamcut_embed(texts[:1])
+        body = json.dumps({"inputs": ["still uploading"]}).encode()
+        uploading = raw(s.addr, post_head("/embed", len(body)) + body[:10])
+        count = 'seamcut_batch_requests_count{queue="embed"}'
+        with ThreadPoolExecutor(4) as pool:
+            futures = [pool.submit(s.http.post, "/embed", json={"inputs": texts}) for _ in range(4)]
+            while s.metrics().get(count, 0) < 1:
+                time.sleep(0.01)
+            s.proc.send_signal(signal.SIGTERM)
+            time.sleep(0.2)
+            uploading.sendall(body[10:])
+            status, answer = read_response(uploading)
+            assert status == 200 and len(json.loads(answer)) == 1
+            for f in futures:
+                r = f.result()
+                assert r.status_code == 200
+                v = np.array(r.json())
+                assert v.shape == (4, 384) and cosines(v, np.repeat(want, 4, 0)).min() >= 0.9999
+        assert s.proc.wait(timeout=60) == 0
+        with pytest.raises(OSError):
+            socket.create_connection(s.addr, timeout=5).close()
+    finally:
+        uploading.close()
+        s.stop()
+
+
+def test_the_api_key_is_required_when_set_and_compared_exactly():
+    key = "s3cret-key"
+    with serving("--api-key-env", "SEAMCUT_TEST_KEY", env={"SEAMCUT_TEST_KEY": key}) as s:
+        body = {"inputs": ["a b"]}
+        for headers in [{}, {"authorization": "Bearer wrong"}, {"authorization": f"Bearer {key}x"},
+                        {"authorization": key}, {"authorization": f"Basic {key}"}]:
+            r = s.http.post("/embed", json=body, headers=headers)
+            expect_error(r, 401)
+            assert r.headers["www-authenticate"] == "Bearer"
+        expect_error(s.http.get("/metrics"), 401)
+        expect_error(s.http.get("/info"), 401)
+        assert s.http.get("/health").status_code == 200  # for load balancers
+        ok = {"authorization": f"Bearer {key}"}
+        assert s.http.post("/embed", json=body, headers=ok).status_code == 200
+        assert s.http.get("/info", headers=ok).json()["auth"] is True
+        client = openai.OpenAI(base_url=s.url + "/v1", api_key=key, max_retries=0)
+        assert len(client.embeddings.create(model="m", input=["a b"]).data) == 1
+        with pytest.raises(openai.AuthenticationError):
+            openai.OpenAI(base_url=s.url + "/v1", api_key="nope", max_retries=0).embeddings.create(
+                model="m", input="a"
+            )
+    # A key variable that is not set stops the server before it listens.
+    env = {k: v for k, v in os.environ.items() if k != "SEAMCUT_UNSET_KEY"}
+    r = subprocess.run([BIN, "serve", "--port", "0", "--api-key-env", "SEAMCUT_UNSET_KEY"],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 2 and "SEAMCUT_UNSET_KEY" in r.stderr
