@@ -3,6 +3,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use seamcut::band::Band;
+use seamcut::cap::Cap;
 use seamcut::rules::breakpoint::{breakpoints, BreakpointParams};
 use seamcut::rules::maxmin::{maxmin, MaxMinParams};
 use seamcut::rules::minima::{minima, MinimaParams};
@@ -54,8 +55,12 @@ fn rules(c: &mut Criterion) {
     let mut g = c.benchmark_group("rules_1M_sentences");
     g.throughput(Throughput::Elements(N as u64));
     g.sample_size(10);
-    g.bench_function("maxmin", |b| b.iter(|| maxmin(&band, &tokens, &MaxMinParams::default()).len()));
-    g.bench_function("minima", |b| b.iter(|| minima(&series, &tokens, &MinimaParams::default()).len()));
+    g.bench_function("maxmin", |b| {
+        b.iter(|| maxmin(&band, &tokens, Cap::NONE, &MaxMinParams::default()).len())
+    });
+    // chonkie's default chunk_size, 2048, as the cap.
+    let cap = Cap::new(2048);
+    g.bench_function("minima", |b| b.iter(|| minima(&series, &tokens, cap, &MinimaParams::default()).len()));
     g.bench_function("breakpoint_percentile", |b| {
         b.iter(|| breakpoints(&series[1..], &chars, &BreakpointParams::default()).len())
     });

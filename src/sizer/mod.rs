@@ -78,9 +78,10 @@ pub trait Sizer: Send + Sync + std::fmt::Debug {
 }
 
 /// Which sizer to build; what the CLI's `--sizer`/`--tokenizer` flags map to.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum SizerSpec {
     /// The default model's tokenizer (embedded in the binary).
+    #[default]
     Default,
     Chars,
     Words,
@@ -113,3 +114,24 @@ impl SizerSpec {
         })
     }
 }
+
+impl std::fmt::Display for SizerSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Default => f.write_str("default"),
+            Self::Chars => f.write_str("chars"),
+            Self::Words => f.write_str("words"),
+            Self::Tokenizer(p) => write!(f, "{}", p.display()),
+        }
+    }
+}
+
+impl std::str::FromStr for SizerSpec {
+    type Err = std::convert::Infallible;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(Self::parse(s))
+    }
+}
+
+crate::serde_text::serde_as_text!(SizerSpec);

@@ -136,7 +136,8 @@ fn the_server_receives_the_papers_request_and_cuts_follow_the_answers() {
     let bodies = server.bodies.lock().unwrap();
     let b = &bodies[0];
     assert_eq!(b["model"], "test-model");
-    assert_eq!(b["temperature"].as_f64().unwrap() as f32, 0.1);
+    // Exactly 0.1 on the wire (an f32 would arrive as 0.10000000149011612).
+    assert_eq!(b["temperature"].as_f64().unwrap(), 0.1);
     assert!(b.get("max_tokens").is_none());
     assert_eq!(b["messages"][0]["role"], "system");
     assert_eq!(b["messages"][0]["content"], SYSTEM_PROMPT);
@@ -283,7 +284,7 @@ fn a_real_local_model_in_process_and_behind_a_local_server() {
     let server = serve(move |_, body| {
         let req = ChatRequest {
             messages: serde_json::from_value(body["messages"].clone()).unwrap(),
-            temperature: body["temperature"].as_f64().unwrap() as f32,
+            temperature: body["temperature"].as_f64().unwrap(),
             max_tokens: Some(6),
             seed: 1,
         };

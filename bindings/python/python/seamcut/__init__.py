@@ -50,11 +50,12 @@ __all__ = [
     "LLM_CHUNKERS",
 ]
 
-#: The chunkers, as ``Chunker(chunker=...)`` and ``seamcut chunk --chunker`` name them.
-CHUNKERS = ("fixed", "recursive", "sentence", "paragraph", "maxmin", "minima", "breakpoint", "global")
+#: The chunkers, as ``Chunker(chunker=...)`` and ``seamcut chunk --chunker`` name them (the
+#: library's one list, read from the extension).
+CHUNKERS = tuple(name for name, family in _seamcut.chunkers() if family != "llm")
 #: The chunkers that ask an LLM (an OpenAI-compatible server, or a GGUF file run in-process):
 #: ``Chunker("lumber", llm={"url": ..., "model": ...})``.
-LLM_CHUNKERS = ("lumber", "lumber-guided")
+LLM_CHUNKERS = tuple(name for name, family in _seamcut.chunkers() if family == "llm")
 
 
 @dataclass(frozen=True)
