@@ -155,14 +155,14 @@ mod tests {
     #[test]
     fn merging_many_small_chunks_is_linear() {
         // 400k one-token sentences, each its own chunk: merging into 8-token chunks must not
-        // be quadratic (this took minutes when merges removed from a Vec).
+        // be quadratic (this took minutes when merges removed from a Vec; a regression shows
+        // as a test that takes minutes). Its time is measured, not asserted:
+        // `cargo bench --bench rules -- worst_cases`.
         let n = 400_000;
         let tokens = vec![1; n];
         let seam: Vec<f32> = (0..n).map(|i| (i % 7) as f32 / 7.0).collect();
         let starts: Vec<usize> = (0..n).collect();
-        let t = std::time::Instant::now();
         let out = size(&starts, &tokens, &seam, 64, 8);
-        assert!(t.elapsed().as_secs_f64() < 5.0, "{:?}", t.elapsed());
         assert!(out.windows(2).all(|w| w[1] - w[0] >= 8 || w[1] == n), "every chunk reaches the minimum");
         assert_eq!(out[0], 0);
     }
