@@ -730,3 +730,42 @@ fn unigram_unk_id(m: &tokenizers::models::unigram::Unigram) -> Option<u32> {
     let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
     digits.parse().ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tokenizer(model: &str) -> TextTokenizer {
+        let json = format!(
+            r#"{{"version":"1.0","truncation":null,"padding":null,"added_tokens":[],"normalizer":null,
+                "pre_tokenizer":{{"type":"Whitespace"}},"post_processor":null,"decoder":null,"model":{model}}}"#
+        );
+        TextTokenizer::new(json.parse().unwrap())
+    }
+
+    #[test]
+    fn other_models_unknown_tokens_are_split_at_100_characters() {
+        // WordLevel: any word not in the vocabulary is one unknown token.
+        let wl = tokenizer(r#"{"type":"WordLevel","vocab":{"[UNK]":0,"a":1},"unk_token":"[UNK]"}"#);
+        // Unigram fuses a run of unknown characters into one unknown token; its id is private
+        // to the crate and read from its serialisation.
+        let ug = tokenizer(
+            r#"{"type":"Unigram","unk_id":2,"vocab":[["a",-1.0],["b",-2.0],["<unk>",0.0]],"byte_fallback":false}"#,
+        );
+        assert_eq!(ug.unk, Some(2));
+        assert_eq!(wl.unk, Some(0));
+        let word = "z".repeat(250);
+        for t in [&wl, &ug] {
+            assert!(!t.has_fast_path());
+            assert_eq!(t.long_token_chars(), DEFAULT_LONG_CHARS);
+            assert_eq!(t.count(&word), 1);
+            assert_eq!(t.sizing_count(&word), 3);
+            assert_eq!(t.sizing_token_starts(&word), vec![0, 100, 200]);
+            assert_eq!(t.sizing_ids(&word), None);
+            let text = format!("a {word} a");
+            assert_eq!(t.sizing_count(&text), 5);
+            assert_eq!(t.sizing_token_starts(&text), vec![0, 2, 102, 202, 253]);
+            assert_eq!(t.sizing_ids("a a").map(|i| i.len()), Some(2));
+        }
+    }
+}
