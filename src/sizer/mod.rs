@@ -6,7 +6,9 @@
 //! that is over a token cap at token boundaries.
 //!
 //! Counts never include special tokens (`[CLS]`, `[SEP]`): a cap of 512 means 512 tokens
-//! of text, as chonkie counts them.
+//! of text, as chonkie counts them. No counted token stands for an unbounded run of text: a
+//! word a tokenizer reads as one unknown token because it is over its word limit counts one
+//! token per started 100 characters ([`hf`]), so a cap bounds a chunk's text too.
 
 pub mod chars;
 pub mod cut;
