@@ -41,6 +41,7 @@ impl Document {
 
 /// How input files are read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum InputFormat {
     /// By extension (after any `.gz`/`.zst`): `.jsonl`/`.ndjson` as JSONL, `.parquet` as
     /// Parquet, anything else (and stdin) as text. Directory walks take text (`.txt`, `.md`,
@@ -413,7 +414,7 @@ impl Documents {
                 Ok(s) => s,
                 Err(e) if !self.opts.lossy => {
                     return Err(record_err(format!(
-                        "invalid UTF-8 at byte {} of the line (use --lossy to replace invalid bytes)",
+                        "invalid UTF-8 at byte {} of the line (a lossy read replaces invalid bytes)",
                         e.valid_up_to()
                     )))
                 }
@@ -476,7 +477,7 @@ impl Documents {
             let record_err = |message: String| Error::Record { path: label.clone(), line: r, message };
             let column = |name: &str| b.column_by_name(name);
             let text_col = column(&self.opts.text_field).ok_or_else(|| {
-                record_err(format!("no column {:?} (use --text-field)", self.opts.text_field))
+                record_err(format!("no column {:?} (the text field setting names it)", self.opts.text_field))
             })?;
             let text = match cell(text_col.as_ref(), i) {
                 Some(serde_json::Value::String(s)) => s,

@@ -25,9 +25,11 @@ impl DeviceSpec {
     /// On anything else.
     pub fn parse(s: &str) -> Result<Self> {
         let (kind, ordinal) = match s.split_once(':') {
-            Some((k, n)) => {
-                (k, n.parse::<usize>().map_err(|_| Error::Config(format!("bad device ordinal in {s:?}")))?)
-            }
+            Some((k, n)) => (
+                k,
+                n.parse::<usize>()
+                    .map_err(|_| Error::setting("device", format!("bad device ordinal in {s:?}")))?,
+            ),
             None => (s, 0),
         };
         match kind {
@@ -35,8 +37,33 @@ impl DeviceSpec {
             "cpu" => Ok(Self::Cpu),
             "cuda" => Ok(Self::Cuda(ordinal)),
             "metal" => Ok(Self::Metal(ordinal)),
-            _ => Err(Error::Config(format!("unknown device {s:?} (auto, cpu, cuda[:N], metal[:N])"))),
+            _ => Err(Error::setting(
+                "device",
+                format!("unknown device {s:?} (auto, cpu, cuda[:N], metal[:N])"),
+            )),
         }
+    }
+}
+
+impl std::fmt::Display for DeviceSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Auto => f.write_str("auto"),
+            Self::Cpu => f.write_str("cpu"),
+            Self::Cuda(0) => f.write_str("cuda"),
+            Self::Cuda(n) => write!(f, "cuda:{n}"),
+            Self::Metal(0) => f.write_str("metal"),
+            Self::Metal(n) => write!(f, "metal:{n}"),
+        }
+    }
+}
+
+impl std::str::FromStr for DeviceSpec {
+    type Err = String;
+
+    /// [`Self::parse`], its error's message alone (the caller names the setting).
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        Self::parse(s).map_err(|e| e.message())
     }
 }
 
@@ -59,7 +86,7 @@ impl Precision {
             "f32" => Ok(Self::F32),
             "f16" => Ok(Self::F16),
             "bf16" => Ok(Self::Bf16),
-            _ => Err(Error::Config(format!("unknown dtype {s:?} (f32, f16, bf16)"))),
+            _ => Err(Error::setting("dtype", format!("unknown dtype {s:?} (f32, f16, bf16)"))),
         }
     }
 
@@ -72,6 +99,28 @@ impl Precision {
         }
     }
 }
+
+impl std::fmt::Display for Precision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::F32 => "f32",
+            Self::F16 => "f16",
+            Self::Bf16 => "bf16",
+        })
+    }
+}
+
+impl std::str::FromStr for Precision {
+    type Err = String;
+
+    /// [`Self::parse`], its error's message alone (the caller names the setting).
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        Self::parse(s).map_err(|e| e.message())
+    }
+}
+
+crate::serde_text::serde_as_text!(DeviceSpec);
+crate::serde_text::serde_as_text!(Precision);
 
 /// A resolved device and dtype, shared by every stage that computes.
 #[derive(Debug, Clone)]
@@ -109,9 +158,17 @@ impl Compute {
         let dtype = precision.dtype();
         if device.is_cpu() && dtype == DType::BF16 {
             // candle's CPU matmul has no bf16 kernel worth using.
-            return Err(Error::Config("bf16 is not supported on the CPU; use f32 or f16".into()));
+            return Err(Error::setting("dtype", "bf16 is not supported on the CPU; use f32 or f16"));
         }
         Ok(Self { device, dtype })
+    }
+
+    /// Whether bands are best computed where the unit vectors are (seamcut's CUDA kernels; on
+    /// the CPU and Metal the host code is faster): the default of
+    /// [`crate::chunkers::semantic::SemanticChunker::with_device_bands`].
+    #[must_use]
+    pub fn bands_on_device(&self) -> bool {
+        self.device.is_cuda()
     }
 
     /// One word for reports: `cpu`, `cuda:0`, `metal:0`.

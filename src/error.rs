@@ -6,7 +6,9 @@ use std::path::PathBuf;
 /// input (file, line, byte offset) so a user of a corpus job can find the bad record.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{path}: invalid UTF-8 at byte {offset} (use --lossy to replace invalid bytes with U+FFFD)")]
+    #[error(
+        "{path}: invalid UTF-8 at byte {offset} (the lossy read option replaces invalid bytes with U+FFFD)"
+    )]
     InvalidUtf8 { path: String, offset: usize },
 
     #[error("{path}: looks like a binary file (NUL byte at {offset}); not text")]
@@ -38,6 +40,12 @@ pub enum Error {
     #[error("invalid configuration: {0}")]
     Config(String),
 
+    /// A setting with a value that does not fit (alone or with the others). `setting` is its
+    /// name in a chunker spec or job (`min_tokens`, `lumber.theta`, `embeddings`), so that a
+    /// front end can name it its own way: the CLI shows its flag, Python its keyword.
+    #[error("{setting}: {message}")]
+    Setting { setting: &'static str, message: String },
+
     #[error("internal error (please report): {0}")]
     Internal(String),
 
@@ -49,7 +57,7 @@ pub enum Error {
     InWalk(Box<Error>),
 
     /// A corpus job stopped on a document's error (`--on-error stop`).
-    #[error("{0} (stopped: --on-error stop; the default, skip, lists such documents and goes on)")]
+    #[error("{0} (stopped: on_error is stop; the default, skip, lists such documents and goes on)")]
     Stopped(Box<Error>),
 }
 
@@ -83,10 +91,24 @@ impl Error {
             Self::Io { .. } => "unreadable",
             Self::Tokenizer { .. } | Self::Model { .. } | Self::Compute(_) => "model",
             Self::Llm(_) => "LLM",
-            Self::Config(_) => "configuration",
+            Self::Config(_) | Self::Setting { .. } => "configuration",
             Self::Internal(_) => "internal",
             Self::Write(_) => "write",
         }
+    }
+
+    /// The message without the setting's name (for a caller that names the setting itself).
+    #[must_use]
+    pub fn message(&self) -> String {
+        match self {
+            Self::Setting { message, .. } => message.clone(),
+            e => e.to_string(),
+        }
+    }
+
+    /// A [`Error::Setting`].
+    pub(crate) fn setting(setting: &'static str, message: impl std::fmt::Display) -> Self {
+        Self::Setting { setting, message: message.to_string() }
     }
 
     pub(crate) fn model(path: impl std::fmt::Display, message: impl std::fmt::Display) -> Self {

@@ -7,6 +7,7 @@
 
 pub mod band;
 pub mod bench;
+pub mod cap;
 pub mod chunk;
 pub mod chunkers;
 pub mod corpus;
@@ -24,6 +25,7 @@ pub mod pipeline;
 pub mod plot;
 pub mod rules;
 pub mod segment;
+mod serde_text;
 #[cfg(feature = "serve")]
 pub mod serve;
 pub mod similarity;

@@ -5,15 +5,20 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::builder::{PossibleValuesParser, TypedValueParser};
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
+use seamcut::cap::Cap;
+use seamcut::chunkers::semantic::{ModelErrorPolicy, WindowMode};
 use seamcut::chunkers::ChunkerKind;
 use seamcut::corpus::{Documents, Input, InputFormat, ReadOptions};
+use seamcut::device::{DeviceSpec, Precision};
+use seamcut::embed::LongInput;
 use seamcut::eval::compare::Plan;
+use seamcut::models::ModelSpec;
 use seamcut::output::{JsonlWriter, OutputFormat};
 use seamcut::pipeline::{segment_corpus, CorpusJob, EmbeddingMode, JobOptions, OnError, Shard, Target};
+use seamcut::rules::breakpoint::ThresholdType;
 use seamcut::sizer::SizerSpec;
-use seamcut::spec::{ChunkerSpec, HardThr, MinTokens};
+use seamcut::spec::{ChunkerSpec, HardThr, MinTokens, TargetTokens, UnitKind};
 
 // Large tensors are allocated and freed every layer; glibc returns them to the kernel and
 // pays page faults to get them back (8% of a MiniLM profile). mimalloc keeps them.
@@ -40,8 +45,8 @@ Output, one JSON object per line (Parquet: the same columns):
 start/end are byte offsets into the document's UTF-8 text; the chunks of a document cover it
 exactly (each chunk keeps the whitespace after it), so joining their texts gives it back.
 With -o, output is committed batch by batch: after a crash or kill, run the same command
-with --resume. Bad documents are skipped and listed in OUT.errors.jsonl (--on-error stop to
-stop instead).
+with --resume. Bad documents are skipped and listed beside the output (-o out.jsonl:
+out.errors.jsonl; without -o, on stderr); --on-error stop stops instead.
 
 Examples:
   seamcut chunk book.txt
@@ -49,7 +54,8 @@ Examples:
   seamcut chunk crawl.jsonl.zst --id-field url --meta-field lang -o out.jsonl --resume
   seamcut chunk corpus/ --shard 3/16 -o part-3.parquet      # machine 3 of 16
   cat notes.md | seamcut chunk - --chunker paragraph --min-tokens 32
-  seamcut chunk book.txt --chunker maxmin --print-spec > spec.json; seamcut chunk b.txt --spec spec.json")]
+  seamcut chunk book.txt --chunker maxmin --print-spec > spec.json
+  seamcut chunk corpus/ --spec spec.json --max-tokens 512")]
     Chunk(Box<ChunkArgs>),
     /// Print the sentences the engine will use, one JSON object per sentence.
     #[command(after_help = "\
@@ -102,7 +108,7 @@ Examples:
 #[derive(Args)]
 struct ServeArgs {
     /// The chunker /v1/chunk runs (requests may override its settings). [default: sentence]
-    #[arg(long, value_parser = kebab::<ChunkerKind>(CHUNKERS))]
+    #[arg(long, value_enum)]
     chunker: Option<ChunkerKind>,
     /// The model, for the embedding routes and the chunker: a catalog name, a model
     /// directory, or a hub id. [default: default]
@@ -146,8 +152,8 @@ struct ServeArgs {
     #[arg(long, default_value_t = seamcut::serve::ServeConfig::default().cached_chunkers, help_heading = "Server")]
     cached_chunkers: usize,
     /// Embedding inputs longer than the model's window: truncate or mean.
-    #[arg(long, value_enum, default_value_t = Long::Truncate, help_heading = "Server")]
-    long: Long,
+    #[arg(long, value_enum, default_value_t = LongInput::Truncate, help_heading = "Server")]
+    long: LongInput,
     /// Threads for the CPU work and the CPU encoder (0: one per core).
     #[arg(long, short = 'j', default_value_t = 0, help_heading = "Server")]
     threads: usize,
@@ -194,7 +200,7 @@ fn serve(a: &ServeArgs) -> seamcut::Result<()> {
         },
         max_batch_tokens: a.max_batch_tokens,
         cached_chunkers: a.cached_chunkers,
-        long: a.long.to_lib(),
+        long: a.long,
     })
 }
 
@@ -277,27 +283,6 @@ Examples:
     },
 }
 
-/// A clap parser for a library enum spelled as its serde (kebab-case) name.
-fn kebab<T: serde::de::DeserializeOwned + Clone + Send + Sync + 'static>(
-    names: &'static [&'static str],
-) -> impl TypedValueParser<Value = T> {
-    PossibleValuesParser::new(names)
-        .map(|s| serde_json::from_value(serde_json::Value::String(s)).expect("a listed name"))
-}
-
-const CHUNKERS: &[&str] = &[
-    "fixed",
-    "recursive",
-    "sentence",
-    "paragraph",
-    "maxmin",
-    "minima",
-    "breakpoint",
-    "global",
-    "lumber",
-    "lumber-guided",
-];
-
 /// The spec flags every chunking command shares (the chunker and model are per command).
 /// Each is optional: a flag given overrides `--spec FILE`, which overrides the defaults.
 #[derive(Args, Clone, Default)]
@@ -306,8 +291,8 @@ struct SpecArgs {
     #[arg(long, value_name = "FILE")]
     spec: Option<PathBuf>,
     /// Hard cap on tokens per chunk (and per unit); 0 means no cap. [default: 256]
-    #[arg(long)]
-    max_tokens: Option<usize>,
+    #[arg(long, allow_negative_numbers = true)]
+    max_tokens: Option<Cap>,
     /// Merge chunks smaller than this into a neighbour when the cap allows; `auto`: a
     /// quarter of --max-tokens for the embedding chunkers, 0 for the baselines. [default: auto]
     #[arg(long)]
@@ -317,29 +302,30 @@ struct SpecArgs {
     overlap: Option<usize>,
     /// What a token is: `default` (the model's tokenizer; for baselines the default model's),
     /// `chars`, `words`, or a path to a tokenizer.json or a model directory containing one.
+    /// [default: default]
     #[arg(long)]
-    sizer: Option<String>,
+    sizer: Option<SizerSpec>,
     /// Where to compute: auto, cpu, cuda[:N], metal[:N]. [default: auto]
     #[arg(long)]
-    device: Option<String>,
+    device: Option<DeviceSpec>,
     /// Precision of weights and activations: f32, f16, bf16. [default: f32]
     #[arg(long)]
-    dtype: Option<String>,
+    dtype: Option<Precision>,
     /// The units embedding chunkers group: whole paragraphs (sentences where a paragraph is
     /// over the cap), seamcut's sentences, or chonkie's delimiter splitter. [default: paragraphs]
-    #[arg(long, value_parser = kebab::<seamcut::spec::UnitKind>(&["paragraphs", "segmenter", "delimiters"]))]
-    splitter: Option<seamcut::spec::UnitKind>,
+    #[arg(long, value_enum, visible_alias = "splitter")]
+    units: Option<UnitKind>,
     /// With --splitter delimiters: merge segments shorter than this many bytes. [default: 24]
     #[arg(long)]
     min_characters_per_sentence: Option<usize>,
     /// Minima and breakpoints: embed a window as the mean of its unit vectors, or by
     /// re-embedding its text (as chonkie and LangChain do; slower). [default: mean]
-    #[arg(long, value_parser = kebab::<seamcut::chunkers::semantic::WindowMode>(&["mean", "concat"]))]
-    window: Option<seamcut::chunkers::semantic::WindowMode>,
+    #[arg(long, value_enum)]
+    window: Option<WindowMode>,
     /// A document whose model pass fails: chunk it by sentence packing (counted and listed),
     /// or fail it (then --on-error decides). [default: sentence]
-    #[arg(long, value_parser = kebab::<seamcut::chunkers::semantic::ModelErrorPolicy>(&["sentence", "fail"]))]
-    on_model_error: Option<seamcut::chunkers::semantic::ModelErrorPolicy>,
+    #[arg(long, value_enum)]
+    on_model_error: Option<ModelErrorPolicy>,
     /// Max–Min: hard threshold, a number or `auto`: the value calibrated for the model
     /// (models/catalog.json, matched by the weights' fingerprint), else the paper's 0.6.
     #[arg(long, help_heading = "Max–Min (Kiss et al. 2025)")]
@@ -372,9 +358,8 @@ struct SpecArgs {
     #[arg(long, help_heading = "Minima (chonkie SemanticChunker)")]
     skip_window: Option<usize>,
     /// Breakpoints: threshold type. [default: percentile]
-    #[arg(long, help_heading = "Breakpoints (LangChain SemanticChunker)",
-          value_parser = kebab::<seamcut::rules::breakpoint::ThresholdType>(&["percentile", "standard-deviation", "interquartile", "gradient"]))]
-    breakpoint_type: Option<seamcut::rules::breakpoint::ThresholdType>,
+    #[arg(long, value_enum, help_heading = "Breakpoints (LangChain SemanticChunker)")]
+    breakpoint_type: Option<ThresholdType>,
     /// Breakpoints: threshold amount (LangChain: 95 percentile, 3 std, 1.5 IQR, 95 gradient).
     #[arg(long, help_heading = "Breakpoints (LangChain SemanticChunker)")]
     breakpoint_amount: Option<f64>,
@@ -389,7 +374,7 @@ struct SpecArgs {
     min_chunk_chars: Option<usize>,
     /// Global: the mean chunk size to aim for, tokens, or `auto` (3/4 of the cap).
     #[arg(long, help_heading = "Global (dynamic programming)")]
-    target_tokens: Option<seamcut::spec::TargetTokens>,
+    target_tokens: Option<TargetTokens>,
     /// Global: weight of the size prior, each chunk paying weight·((t−T)/T)² for t tokens
     /// against the target T (0: none). [default: 0]
     #[arg(long, help_heading = "Global (dynamic programming)")]
@@ -417,7 +402,7 @@ struct SpecArgs {
     llm_key_env: Option<String>,
     /// LLM chunkers: sampling temperature. [default: 0.1, the paper's]
     #[arg(long, help_heading = "LLM chunkers (LumberChunker)")]
-    llm_temperature: Option<f32>,
+    llm_temperature: Option<f64>,
     /// LLM chunkers: requests in flight at once (documents run concurrently). [default: 8]
     #[arg(long, help_heading = "LLM chunkers (LumberChunker)")]
     llm_concurrency: Option<usize>,
@@ -439,6 +424,32 @@ struct SpecArgs {
     seam_groups: Option<usize>,
 }
 
+/// Every spec flag and the spec field it sets, by path: `$flag => $field`. One list, read
+/// by [`SpecArgs::spec`] (flags over the file over the defaults) and [`SpecArgs::given`]
+/// (which settings a user named, to say when one does nothing).
+macro_rules! spec_flags {
+    ($m:ident) => {
+        $m!(max_tokens => max_tokens, min_tokens => min_tokens, overlap => overlap, sizer => sizer,
+            device => device, dtype => dtype, units => units,
+            min_characters_per_sentence => min_characters_per_sentence, window => window,
+            on_model_error => on_model_error, hard_thr => maxmin.hard_thr, c => maxmin.c,
+            init_const => maxmin.init_const, threshold => minima.threshold,
+            similarity_window => minima.similarity_window, min_sentences => minima.min_sentences,
+            filter_window => minima.filter_window, filter_polyorder => minima.filter_polyorder,
+            filter_tolerance => minima.filter_tolerance, skip_window => minima.skip_window,
+            breakpoint_type => breakpoint.kind, buffer_size => breakpoint.buffer_size,
+            target_tokens => global.target_tokens, size_weight => global.size_weight,
+            depth_weight => global.depth_weight, block => global.block,
+            heading_weight => global.heading_weight, llm_url => llm.url, llm_model => llm.model,
+            llm_key_env => llm.api_key_env, llm_temperature => llm.temperature,
+            llm_concurrency => llm.concurrency, llm_cache => llm.cache, llm_timeout => llm.timeout_s,
+            theta => lumber.theta, seam_candidates => lumber.candidates, seam_groups => lumber.groups;
+            // Optional in the spec too: set as given.
+            breakpoint_amount => breakpoint.amount, number_of_chunks => breakpoint.number_of_chunks,
+            min_chunk_chars => breakpoint.min_chunk_chars)
+    };
+}
+
 impl SpecArgs {
     /// The spec: `--spec FILE` (or the defaults), then every flag given, then `chunker` and
     /// `model` where the command gives them.
@@ -448,34 +459,12 @@ impl SpecArgs {
             None => ChunkerSpec::default(),
         };
         macro_rules! set {
-            ($($flag:ident => $($field:ident).+),* $(,)?) => {
+            ($($flag:ident => $($field:ident).+),*; $($opt:ident => $($ofield:ident).+),*) => {
                 $(if let Some(v) = self.$flag.clone() { s.$($field).+ = v; })*
+                $(if self.$opt.is_some() { s.$($ofield).+ = self.$opt; })*
             };
         }
-        set!(max_tokens => max_tokens, min_tokens => min_tokens, overlap => overlap, sizer => sizer,
-             device => device, dtype => dtype, splitter => units,
-             min_characters_per_sentence => min_characters_per_sentence, window => window,
-             on_model_error => on_model_error, hard_thr => maxmin.hard_thr, c => maxmin.c,
-             init_const => maxmin.init_const, threshold => minima.threshold,
-             similarity_window => minima.similarity_window, min_sentences => minima.min_sentences,
-             filter_window => minima.filter_window, filter_polyorder => minima.filter_polyorder,
-             filter_tolerance => minima.filter_tolerance, skip_window => minima.skip_window,
-             breakpoint_type => breakpoint.kind, buffer_size => breakpoint.buffer_size,
-             target_tokens => global.target_tokens,
-             size_weight => global.size_weight, depth_weight => global.depth_weight,
-             block => global.block, heading_weight => global.heading_weight, llm_url => llm.url, llm_model => llm.model,
-             llm_key_env => llm.api_key_env, llm_temperature => llm.temperature,
-             llm_concurrency => llm.concurrency, llm_cache => llm.cache, llm_timeout => llm.timeout_s,
-             theta => lumber.theta, seam_candidates => lumber.candidates, seam_groups => lumber.groups);
-        if self.breakpoint_amount.is_some() {
-            s.breakpoint.amount = self.breakpoint_amount;
-        }
-        if self.number_of_chunks.is_some() {
-            s.breakpoint.number_of_chunks = self.number_of_chunks;
-        }
-        if self.min_chunk_chars.is_some() {
-            s.breakpoint.min_chunk_chars = self.min_chunk_chars;
-        }
+        spec_flags!(set);
         if let Some(c) = chunker {
             s.chunker = c;
         }
@@ -484,6 +473,19 @@ impl SpecArgs {
         }
         Ok(s)
     }
+
+    /// The spec settings (field paths) given as flags.
+    fn given(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        macro_rules! given {
+            ($($flag:ident => $($field:ident).+),*; $($opt:ident => $($ofield:ident).+),*) => {
+                $(if self.$flag.is_some() { out.push([$(stringify!($field)),+].join(".")); })*
+                $(if self.$opt.is_some() { out.push([$(stringify!($ofield)),+].join(".")); })*
+            };
+        }
+        spec_flags!(given);
+        out
+    }
 }
 
 #[derive(Args)]
@@ -491,7 +493,7 @@ struct PlotArgs {
     /// The document.
     document: PathBuf,
     /// Chunkers whose cuts to mark (repeatable).
-    #[arg(long, required = true, value_parser = kebab::<ChunkerKind>(CHUNKERS))]
+    #[arg(long, required = true, value_enum)]
     chunker: Vec<ChunkerKind>,
     /// The file to write: .svg or .png (repeat for both).
     #[arg(short, long, required = true)]
@@ -519,7 +521,7 @@ struct TopicsArgs {
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Chunkers to score (repeatable).
-    #[arg(long, required = true, value_parser = kebab::<ChunkerKind>(CHUNKERS))]
+    #[arg(long, required = true, value_enum)]
     chunker: Vec<ChunkerKind>,
     /// Score Max–Min once per --hard-thr value in this list.
     #[arg(long, value_delimiter = ',')]
@@ -549,7 +551,7 @@ struct RetrievalArgs {
     #[arg(long, conflicts_with = "chunker")]
     chunks: Option<PathBuf>,
     /// Chunk each --document with these chunkers and score each (repeatable).
-    #[arg(long, requires = "document", value_parser = kebab::<ChunkerKind>(CHUNKERS))]
+    #[arg(long, requires = "document", value_enum)]
     chunker: Vec<ChunkerKind>,
     /// A document to chunk (repeatable; each question ranks only its own document's chunks).
     #[arg(long)]
@@ -580,21 +582,15 @@ struct ModelArgs {
     model: String,
     /// Where to compute: auto, cpu, cuda[:N], metal[:N].
     #[arg(long, default_value = "auto")]
-    device: String,
+    device: DeviceSpec,
     /// Precision of weights and activations: f32, f16, bf16.
     #[arg(long, default_value = "f32")]
-    dtype: String,
+    dtype: Precision,
 }
 
 impl ModelArgs {
     fn load(&self) -> seamcut::Result<std::sync::Arc<seamcut::models::Model>> {
-        ChunkerSpec {
-            model: self.model.clone(),
-            device: self.device.clone(),
-            dtype: self.dtype.clone(),
-            ..ChunkerSpec::default()
-        }
-        .load_model()
+        ModelSpec { model: self.model.clone(), device: self.device, dtype: self.dtype }.load()
     }
 }
 
@@ -613,26 +609,11 @@ struct EmbedArgs {
     batch_tokens: usize,
     /// Texts longer than the model's window: truncate (as sentence-transformers does), or
     /// mean (average the vectors of all windows).
-    #[arg(long, value_enum, default_value_t = Long::Truncate)]
-    long: Long,
+    #[arg(long, value_enum, default_value_t = LongInput::Truncate)]
+    long: LongInput,
     /// No summary line on stderr.
     #[arg(short, long)]
     quiet: bool,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Long {
-    Truncate,
-    Mean,
-}
-
-impl Long {
-    fn to_lib(self) -> seamcut::embed::LongInput {
-        match self {
-            Self::Truncate => seamcut::embed::LongInput::Truncate,
-            Self::Mean => seamcut::embed::LongInput::Mean,
-        }
-    }
 }
 
 #[derive(Args)]
@@ -661,8 +642,8 @@ struct InputArgs {
     #[arg(value_name = "INPUT", default_value = "-")]
     inputs: Vec<String>,
     /// How to read inputs: auto (by extension), text (a file is a document), jsonl, parquet.
-    #[arg(long, value_enum, default_value_t = Format::Auto)]
-    input_format: Format,
+    #[arg(long, value_enum, default_value_t = InputFormat::Auto)]
+    input_format: InputFormat,
     /// JSONL field / Parquet column holding the document id (missing: FILE:LINE).
     #[arg(long, default_value = "id")]
     id_field: String,
@@ -672,7 +653,9 @@ struct InputArgs {
     /// Carry this JSONL field / Parquet column into every chunk of its document (repeatable).
     #[arg(long)]
     meta_field: Vec<String>,
-    /// Replace invalid UTF-8 with U+FFFD instead of stopping with an error.
+    /// Replace invalid UTF-8 with U+FFFD. Without it, a file named as an input is an error
+    /// and a bad file met in a directory walk (or a bad JSONL line, Parquet row) is skipped
+    /// and listed.
     #[arg(long)]
     lossy: bool,
 }
@@ -680,12 +663,7 @@ struct InputArgs {
 impl InputArgs {
     fn read_options(&self) -> ReadOptions {
         ReadOptions {
-            format: match self.input_format {
-                Format::Auto => InputFormat::Auto,
-                Format::Text => InputFormat::Text,
-                Format::Jsonl => InputFormat::Jsonl,
-                Format::Parquet => InputFormat::Parquet,
-            },
+            format: self.input_format,
             id_field: self.id_field.clone(),
             text_field: self.text_field.clone(),
             meta_fields: self.meta_field.clone(),
@@ -696,14 +674,6 @@ impl InputArgs {
     fn documents(&self) -> Documents {
         Documents::new(self.inputs.iter().map(|s| Input::parse(s)).collect(), self.read_options())
     }
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum Format {
-    Auto,
-    Text,
-    Jsonl,
-    Parquet,
 }
 
 /// How the job runs: threads, batches, errors, progress.
@@ -720,20 +690,14 @@ struct RunArgs {
     channel_depth: usize,
     /// A document that cannot be read or chunked: skip it (listed in OUT.errors.jsonl, or on
     /// stderr) or stop the job.
-    #[arg(long, value_enum, default_value_t = OnErrorArg::Skip)]
-    on_error: OnErrorArg,
+    #[arg(long, value_enum, default_value_t = OnError::Skip)]
+    on_error: OnError,
     /// Verify every document's chunk invariants while running.
     #[arg(long)]
     check: bool,
     /// No progress bar and no summary line on stderr.
     #[arg(short, long)]
     quiet: bool,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum OnErrorArg {
-    Skip,
-    Stop,
 }
 
 impl RunArgs {
@@ -743,10 +707,7 @@ impl RunArgs {
             batch_bytes: self.batch_bytes.max(1),
             channel_depth: self.channel_depth.max(1),
             check: self.check || JobOptions::default().check,
-            on_error: match self.on_error {
-                OnErrorArg::Skip => OnError::Skip,
-                OnErrorArg::Stop => OnError::Stop,
-            },
+            on_error: self.on_error,
             progress: !self.quiet && std::io::stderr().is_terminal(),
             ..JobOptions::default()
         }
@@ -758,7 +719,7 @@ struct ChunkArgs {
     #[command(flatten)]
     input: InputArgs,
     /// The chunking method. [default: sentence]
-    #[arg(long, value_parser = kebab::<ChunkerKind>(CHUNKERS))]
+    #[arg(long, value_enum)]
     chunker: Option<ChunkerKind>,
     /// Embedding chunkers' model: a catalog name (models/catalog.json), a model directory,
     /// or a Hugging Face hub id. [default: default, the static model built into seamcut]
@@ -781,11 +742,11 @@ struct ChunkArgs {
     /// Add each chunk's vector: `mean` of its unit vectors (embedding chunkers, free),
     /// `reembed` its text with --model, or `auto` (mean if it can, else reembed). Parquet: an
     /// `embedding` column; JSONL: OUT.npy.
-    #[arg(long, value_parser = kebab::<EmbeddingMode>(&["mean", "reembed", "auto"]))]
+    #[arg(long, value_enum)]
     embeddings: Option<EmbeddingMode>,
     /// Chunks longer than the model's window under --embeddings reembed: truncate or mean.
-    #[arg(long, value_enum, default_value_t = Long::Truncate)]
-    long: Long,
+    #[arg(long, value_enum, default_value_t = LongInput::Truncate)]
+    long: LongInput,
     #[command(flatten)]
     run: RunArgs,
 }
@@ -798,7 +759,7 @@ struct BenchChunkArgs {
     /// Megabytes of synthetic prose to chunk when no INPUT is given.
     #[arg(long, default_value_t = 50)]
     generate: u64,
-    #[arg(long, value_parser = kebab::<ChunkerKind>(CHUNKERS), default_value = "maxmin")]
+    #[arg(long, value_enum, default_value = "maxmin")]
     chunker: ChunkerKind,
     /// The model. [default: default]
     #[arg(long)]
@@ -806,7 +767,7 @@ struct BenchChunkArgs {
     #[command(flatten)]
     spec: SpecArgs,
     /// Also compute chunk embeddings.
-    #[arg(long, value_parser = kebab::<EmbeddingMode>(&["mean", "reembed", "auto"]))]
+    #[arg(long, value_enum)]
     embeddings: Option<EmbeddingMode>,
     /// Write the chunks here (JSONL or .parquet) instead of dropping them.
     #[arg(short, long)]
@@ -824,10 +785,10 @@ struct SegmentArgs {
     input: InputArgs,
     /// What a token is (as `seamcut chunk --sizer`).
     #[arg(long, default_value = "default")]
-    sizer: String,
+    sizer: SizerSpec,
     /// Sentences over this many tokens are cut; 0 means no cap.
-    #[arg(long, default_value_t = seamcut::spec::DEFAULT_MAX_TOKENS)]
-    max_tokens: usize,
+    #[arg(long, allow_negative_numbers = true, default_value_t = Cap::new(seamcut::spec::DEFAULT_MAX_TOKENS))]
+    max_tokens: Cap,
     /// Write here instead of stdout.
     #[arg(short, long)]
     output: Option<PathBuf>,
@@ -845,115 +806,17 @@ fn target(output: Option<&PathBuf>, resume: bool) -> Target {
 
 fn run(cli: Cli) -> seamcut::Result<()> {
     match cli.command {
-        Command::Chunk(a) => {
-            let spec = a.spec.spec(a.chunker, a.model.as_deref())?;
-            if a.print_spec {
-                println!("{}", spec.to_json());
-                return Ok(());
-            }
-            seamcut::pipeline::set_threads(a.run.threads)?;
-            let mut opts = a.run.job_options();
-            opts.shard = a.shard.as_deref().map(Shard::parse).transpose()?;
-            opts.embeddings = a.embeddings;
-            opts.long = a.long.to_lib();
-            let job = CorpusJob {
-                spec,
-                inputs: a.input.inputs.clone(),
-                read: a.input.read_options(),
-                opts,
-                target: target(a.output.as_ref(), a.resume),
-            };
-            let stats = job.run()?;
-            if !a.run.quiet {
-                eprintln!("{}", stats.summary("chunks"));
-            }
-        }
-        Command::Bench(BenchCommand::Chunk(a)) => {
-            let spec = a.spec.spec(Some(a.chunker), a.model.as_deref())?;
-            seamcut::pipeline::set_threads(a.run.threads)?;
-            let mut opts = a.run.job_options();
-            opts.embeddings = a.embeddings;
-            let job = CorpusJob {
-                spec,
-                inputs: a.inputs.clone(),
-                read: ReadOptions::default(),
-                opts,
-                target: a.output.as_ref().map_or(Target::Discard, |p| target(Some(p), false)),
-            };
-            let stats = if a.inputs.is_empty() {
-                job.run_on(seamcut::bench::synthetic_corpus(a.generate * 1_000_000, 1))?
-            } else {
-                job.run()?
-            };
-            let report = seamcut::bench::Report::new(&stats);
-            if a.json {
-                println!("{}", serde_json::to_string(&report).unwrap_or_default());
-            } else {
-                println!("{}", report.table());
-            }
-        }
-        Command::Embed(a) => {
-            let model = a.model.load()?;
-            let raw = if a.lines == "-" {
-                let mut s = String::new();
-                std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
-                    .map_err(|e| seamcut::Error::Io { path: "stdin".into(), source: e })?;
-                s
-            } else {
-                std::fs::read_to_string(&a.lines)
-                    .map_err(|e| seamcut::Error::Io { path: a.lines.clone().into(), source: e })?
-            };
-            let texts: Vec<&str> = raw.lines().collect();
-            let opts = seamcut::embed::EmbedOptions { batch_tokens: a.batch_tokens, long: a.long.to_lib() };
-            let m = model.embedder.as_ref();
-            let t0 = std::time::Instant::now();
-            let (emb, stats) = seamcut::embed::embed_texts(m, &texts, opts)?;
-            let secs = t0.elapsed().as_secs_f64();
-            seamcut::npy::write_f32(&a.output, &emb.data, texts.len(), m.dim())?;
-            if !a.quiet {
-                eprintln!(
-                    "seamcut: {} texts, {} tokens in {:.2} s ({:.0} texts/s, {:.0} tokens/s), {} batches, padding +{:.1}%, {} over the window ({}); model {}",
-                    stats.texts,
-                    stats.tokens,
-                    secs,
-                    stats.texts as f64 / secs.max(1e-9),
-                    stats.tokens as f64 / secs.max(1e-9),
-                    stats.batches,
-                    100.0 * stats.padding_overhead(),
-                    stats.long_texts,
-                    if a.long == Long::Truncate { "truncated" } else { "averaged over windows" },
-                    m.describe()
-                );
-            }
-        }
+        Command::Chunk(a) => chunk(&a),
+        Command::Bench(BenchCommand::Chunk(a)) => bench_chunk(&a),
         Command::Bench(BenchCommand::Embed { model, lines, runs, batch_tokens }) => {
-            let model = model.load()?;
-            let m = model.embedder.as_ref();
-            let raw = std::fs::read_to_string(&lines)
-                .map_err(|e| seamcut::Error::Io { path: lines.clone(), source: e })?;
-            let texts: Vec<&str> = raw.lines().collect();
-            let opts = seamcut::embed::EmbedOptions { batch_tokens, ..Default::default() };
-            seamcut::embed::embed_texts(m, &texts, opts)?; // warm-up
-            for run in 0..runs {
-                let t0 = std::time::Instant::now();
-                let (_, st) = seamcut::embed::embed_texts(m, &texts, opts)?;
-                let secs = t0.elapsed().as_secs_f64();
-                println!(
-                    "{}",
-                    serde_json::json!({
-                        "run": run, "texts": st.texts, "tokens": st.tokens, "seconds": secs,
-                        "texts_per_s": st.texts as f64 / secs, "tokens_per_s": st.tokens as f64 / secs,
-                        "padding_overhead": st.padding_overhead(), "batches": st.batches,
-                        "threads": rayon::current_num_threads(), "model": m.describe(),
-                    })
-                );
-            }
+            bench_embed(&model, &lines, runs, batch_tokens)
         }
         #[cfg(feature = "serve")]
-        Command::Serve(a) => serve(&a)?,
-        Command::Eval(EvalCommand::Retrieval(a)) => eval_retrieval(&a)?,
-        Command::Eval(EvalCommand::Topics(a)) => eval_topics(&a)?,
-        Command::Plot(a) => plot(&a)?,
+        Command::Serve(a) => serve(&a),
+        Command::Bench(BenchCommand::Minima { series, runs }) => bench_minima(&series, runs),
+        Command::Embed(a) => embed(&a),
+        Command::Eval(EvalCommand::Retrieval(a)) => eval_retrieval(&a),
+        Command::Eval(EvalCommand::Topics(a)) => eval_topics(&a),
         Command::Eval(EvalCommand::Segmentation { input, reference, hypothesis, tolerance }) => {
             let r = seamcut::eval::segmentation::read_starts(&reference)?;
             let h = seamcut::eval::segmentation::read_starts(&hypothesis)?;
@@ -963,22 +826,9 @@ fn run(cli: Cli) -> seamcut::Result<()> {
                 println!("{}", serde_json::json!({"doc_id": id, "sentences": n, "scores": s}));
             }
             println!("{}", serde_json::json!({"documents": per_doc.len(), "mean": mean}));
+            Ok(())
         }
-        Command::Bench(BenchCommand::Minima { series, runs }) => {
-            let (data, rows, cols) = seamcut::npy::read_f32(&series)?;
-            let sims: Vec<f64> = data.iter().map(|&x| f64::from(x)).collect();
-            let p = seamcut::rules::minima::MinimaParams::default();
-            let n = rows * cols + p.similarity_window;
-            for run in 0..runs {
-                let t0 = std::time::Instant::now();
-                let starts = seamcut::rules::minima::split_starts(n, &sims, &p);
-                let secs = t0.elapsed().as_secs_f64();
-                println!(
-                    "{}",
-                    serde_json::json!({"run": run, "points": sims.len(), "splits": starts.len() - 1, "seconds": secs})
-                );
-            }
-        }
+        Command::Plot(a) => plot(&a),
         Command::Distill(a) => {
             let dir = seamcut::models::resolve(&a.teacher)?;
             let opts = seamcut::distill::DistillOptions {
@@ -989,25 +839,203 @@ fn run(cli: Cli) -> seamcut::Result<()> {
             };
             seamcut::distill::distill(&dir, &a.output, opts)?;
             eprintln!("seamcut: distilled {} into {}", dir.display(), a.output.display());
+            Ok(())
         }
-        Command::Segment(a) => {
-            let sizer = SizerSpec::parse(&a.sizer).build()?;
-            let sink: Box<dyn std::io::Write + Send> = match &a.output {
-                Some(p) => Box::new(
-                    std::fs::File::create(p)
-                        .map_err(|e| seamcut::Error::Io { path: p.clone(), source: e })?,
-                ),
-                None => Box::new(std::io::stdout()),
-            };
-            let mut w = JsonlWriter::new(sink);
-            let cap = if a.max_tokens == 0 { usize::MAX } else { a.max_tokens };
-            let stats = segment_corpus(a.input.documents(), sizer.as_ref(), cap, &mut w)?;
-            if !a.quiet {
-                eprintln!("{}", stats.summary("sentences"));
-            }
-        }
+        Command::Segment(a) => segment(&a),
+    }
+}
+
+fn chunk(a: &ChunkArgs) -> seamcut::Result<()> {
+    let spec = a.spec.spec(a.chunker, a.model.as_deref())?;
+    if a.print_spec {
+        println!("{}", spec.to_json());
+        return Ok(());
+    }
+    // A setting the chosen chunker does not read is most likely a mistake: say so.
+    let mut given = a.spec.given();
+    given.extend(a.model.is_some().then(|| "model".to_string()));
+    for setting in given.iter().filter(|g| !spec.reads(g, a.embeddings.is_some())) {
+        eprintln!(
+            "seamcut: warning: {} does nothing here: the {} chunker does not read {setting}",
+            flag(setting),
+            spec.chunker
+        );
+    }
+    seamcut::pipeline::set_threads(a.run.threads)?;
+    let mut opts = a.run.job_options();
+    opts.shard = a.shard.as_deref().map(Shard::parse).transpose()?;
+    opts.embeddings = a.embeddings;
+    opts.long = a.long;
+    let job = CorpusJob {
+        spec,
+        inputs: a.input.inputs.clone(),
+        read: a.input.read_options(),
+        opts,
+        target: target(a.output.as_ref(), a.resume),
+    };
+    let stats = job.run()?;
+    if !a.run.quiet {
+        eprintln!("{}", stats.summary("chunk"));
     }
     Ok(())
+}
+
+fn bench_chunk(a: &BenchChunkArgs) -> seamcut::Result<()> {
+    let spec = a.spec.spec(Some(a.chunker), a.model.as_deref())?;
+    seamcut::pipeline::set_threads(a.run.threads)?;
+    let mut opts = a.run.job_options();
+    opts.embeddings = a.embeddings;
+    let job = CorpusJob {
+        spec,
+        inputs: a.inputs.clone(),
+        read: ReadOptions::default(),
+        opts,
+        target: a.output.as_ref().map_or(Target::Discard, |p| target(Some(p), false)),
+    };
+    let stats = if a.inputs.is_empty() {
+        job.run_on(seamcut::bench::synthetic_corpus(a.generate * 1_000_000, 1))?
+    } else {
+        job.run()?
+    };
+    let report = seamcut::bench::Report::new(&stats);
+    if a.json {
+        println!("{}", serde_json::to_string(&report).unwrap_or_default());
+    } else {
+        println!("{}", report.table());
+    }
+    Ok(())
+}
+
+fn read_lines(path: &str) -> seamcut::Result<String> {
+    if path == "-" {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
+            .map_err(|e| seamcut::Error::Io { path: "stdin".into(), source: e })?;
+        Ok(s)
+    } else {
+        std::fs::read_to_string(path).map_err(|e| seamcut::Error::Io { path: path.into(), source: e })
+    }
+}
+
+fn embed(a: &EmbedArgs) -> seamcut::Result<()> {
+    let model = a.model.load()?;
+    let raw = read_lines(&a.lines)?;
+    let texts: Vec<&str> = raw.lines().collect();
+    let opts = seamcut::embed::EmbedOptions { batch_tokens: a.batch_tokens, long: a.long };
+    let m = model.embedder.as_ref();
+    let t0 = std::time::Instant::now();
+    let (emb, stats) = seamcut::embed::embed_texts(m, &texts, opts)?;
+    let secs = t0.elapsed().as_secs_f64();
+    seamcut::npy::write_f32(&a.output, &emb.data, texts.len(), m.dim())?;
+    if !a.quiet {
+        eprintln!(
+            "seamcut: {}, {} in {:.2} s ({:.0} texts/s, {:.0} tokens/s), {}, padding +{:.1}%, {} over the window ({}); model {}",
+            plural(stats.texts as u64, "text"),
+            plural(stats.tokens as u64, "token"),
+            secs,
+            stats.texts as f64 / secs.max(1e-9),
+            stats.tokens as f64 / secs.max(1e-9),
+            plural(stats.batches as u64, "batch"),
+            100.0 * stats.padding_overhead(),
+            stats.long_texts,
+            if a.long == LongInput::Truncate { "truncated" } else { "averaged over windows" },
+            m.describe()
+        );
+    }
+    Ok(())
+}
+
+/// `n word(s)`, the plural as the word takes it.
+fn plural(n: u64, word: &str) -> String {
+    seamcut::pipeline::plural(n, word)
+}
+
+fn bench_embed(
+    model: &ModelArgs,
+    lines: &std::path::Path,
+    runs: usize,
+    batch_tokens: usize,
+) -> seamcut::Result<()> {
+    let model = model.load()?;
+    let m = model.embedder.as_ref();
+    let raw = std::fs::read_to_string(lines)
+        .map_err(|e| seamcut::Error::Io { path: lines.to_path_buf(), source: e })?;
+    let texts: Vec<&str> = raw.lines().collect();
+    let opts = seamcut::embed::EmbedOptions { batch_tokens, ..Default::default() };
+    seamcut::embed::embed_texts(m, &texts, opts)?; // warm-up
+    for run in 0..runs {
+        let t0 = std::time::Instant::now();
+        let (_, st) = seamcut::embed::embed_texts(m, &texts, opts)?;
+        let secs = t0.elapsed().as_secs_f64();
+        println!(
+            "{}",
+            serde_json::json!({
+                "run": run, "texts": st.texts, "tokens": st.tokens, "seconds": secs,
+                "texts_per_s": st.texts as f64 / secs, "tokens_per_s": st.tokens as f64 / secs,
+                "padding_overhead": st.padding_overhead(), "batches": st.batches,
+                "threads": rayon::current_num_threads(), "model": m.describe(),
+            })
+        );
+    }
+    Ok(())
+}
+
+fn bench_minima(series: &std::path::Path, runs: usize) -> seamcut::Result<()> {
+    let (data, rows, cols) = seamcut::npy::read_f32(series)?;
+    let sims: Vec<f64> = data.iter().map(|&x| f64::from(x)).collect();
+    let p = seamcut::rules::minima::MinimaParams::default();
+    let n = rows * cols + p.similarity_window;
+    for run in 0..runs {
+        let t0 = std::time::Instant::now();
+        let starts = seamcut::rules::minima::split_starts(n, &sims, &p);
+        let secs = t0.elapsed().as_secs_f64();
+        println!(
+            "{}",
+            serde_json::json!({"run": run, "points": sims.len(), "splits": starts.len() - 1, "seconds": secs})
+        );
+    }
+    Ok(())
+}
+
+fn segment(a: &SegmentArgs) -> seamcut::Result<()> {
+    let sizer = a.sizer.build()?;
+    let sink: Box<dyn std::io::Write + Send> = match &a.output {
+        Some(p) => {
+            Box::new(std::fs::File::create(p).map_err(|e| seamcut::Error::Io { path: p.clone(), source: e })?)
+        }
+        None => Box::new(std::io::stdout()),
+    };
+    let mut w = JsonlWriter::new(sink);
+    let stats = segment_corpus(a.input.documents(), sizer.as_ref(), a.max_tokens, &mut w)?;
+    if !a.quiet {
+        eprintln!("{}", stats.summary("sentence"));
+    }
+    Ok(())
+}
+
+/// The flag that sets a spec or job setting named in a library error
+/// ([`seamcut::Error::Setting`]): the library names settings, the CLI names its flags.
+fn flag(setting: &str) -> String {
+    let named = match setting {
+        "meta_fields" => "--meta-field",
+        "lumber" => "--theta, --seam-candidates or --seam-groups",
+        "lumber.candidates" => "--seam-candidates",
+        "lumber.groups" => "--seam-groups",
+        "llm" => "--llm-temperature or --llm-timeout",
+        "llm.api_key_env" => "--llm-key-env",
+        "llm.timeout_s" => "--llm-timeout",
+        "breakpoint.kind" | "breakpoint.type" => "--breakpoint-type",
+        "breakpoint.amount" => "--breakpoint-amount",
+        "breakpoint.min_chunk_chars" => "--min-chunk-chars",
+        "questions" => "--questions",
+        _ => "",
+    };
+    if !named.is_empty() {
+        return named.to_string();
+    }
+    let (group, field) = setting.split_once('.').unwrap_or(("", setting));
+    let prefix = if group == "llm" { "llm-" } else { "" };
+    format!("--{prefix}{}", field.replace('_', "-"))
 }
 
 /// Transparent huge pages off for this process, unless `MIMALLOC_ALLOW_THP` says otherwise
@@ -1030,10 +1058,29 @@ fn huge_pages_off() {
 
 fn main() -> ExitCode {
     huge_pages_off();
-    let cli = Cli::parse(); // usage errors exit with 2
+    // Usage errors exit with 2; a value that does not parse is one line, as other errors are
+    // (clap adds a pointer to --help on a line of its own).
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if e.kind() == clap::error::ErrorKind::ValueValidation => {
+            let first =
+                e.to_string().lines().next().unwrap_or_default().trim_start_matches("error: ").to_string();
+            eprintln!("seamcut: error: {first}");
+            return ExitCode::from(2);
+        }
+        Err(e) => e.exit(),
+    };
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(seamcut::Error::Write(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(seamcut::Error::Setting { setting, message }) => {
+            eprintln!("seamcut: error: {}: {message}", flag(setting));
+            ExitCode::from(2)
+        }
+        Err(seamcut::Error::InvalidUtf8 { path, offset }) => {
+            eprintln!("seamcut: error: {path}: invalid UTF-8 at byte {offset} (--lossy replaces invalid bytes with U+FFFD)");
+            ExitCode::from(1)
+        }
         Err(e) => {
             eprintln!("seamcut: error: {e}");
             match e {
@@ -1053,14 +1100,14 @@ fn eval_retrieval(a: &RetrievalArgs) -> seamcut::Result<()> {
         .collect::<seamcut::Result<_>>()?;
     let dense = match a.model.as_str() {
         "bm25" => None,
-        m => Some(ModelArgs { model: m.to_string(), device: "auto".into(), dtype: "f32".into() }.load()?),
+        m => Some(ModelSpec { model: m.to_string(), ..ModelSpec::default() }.load()?),
     };
     let retriever = match &dense {
         Some(m) => seamcut::eval::retrieval::Retriever::Dense(m.embedder.as_ref()),
         None => seamcut::eval::retrieval::Retriever::Bm25,
     };
     let base = a.spec.spec(None, a.chunker_model.as_deref())?;
-    let sizer = SizerSpec::parse(&base.sizer).build()?;
+    let sizer = base.sizer.build()?;
     let runs: Vec<(String, Option<usize>, seamcut::eval::retrieval::Report)> = if let Some(p) = &a.chunks {
         let report = seamcut::eval::retrieval::evaluate_chunk_file(p, &questions, retriever, sizer.as_ref())?;
         vec![(p.display().to_string(), None, report)]
@@ -1083,7 +1130,7 @@ fn eval_retrieval(a: &RetrievalArgs) -> seamcut::Result<()> {
         };
         seamcut::eval::compare::retrieval(&plan, &docs, &questions, retriever, sizer.as_ref())?
             .into_iter()
-            .map(|r| (r.label, Some(r.spec.max_tokens), r.result))
+            .map(|r| (r.label, Some(r.spec.max_tokens.max_tokens()), r.result))
             .collect()
     };
     if !a.json {
@@ -1187,8 +1234,77 @@ fn eval_topics(a: &TopicsArgs) -> seamcut::Result<()> {
         let s = r.result;
         println!(
             "| {} | {} | {:.1} | {:.1} | {:.3} | {:.3} | {:.3} | {:.3} |",
-            r.label, r.spec.max_tokens, s.chunks_per_doc, s.mean_tokens, s.pk, s.window_diff, s.f1, s.ami
+            r.label,
+            r.spec.max_tokens.max_tokens(),
+            s.chunks_per_doc,
+            s.mean_tokens,
+            s.pk,
+            s.window_diff,
+            s.f1,
+            s.ami
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    /// Settings of a chunker spec that have no flag (set them with `--spec FILE`).
+    const SPEC_ONLY: &[&str] = &[
+        "chunker",
+        "device_bands",
+        "lumber.attempts",
+        "lumber.context_words",
+        "llm.max_tokens",
+        "llm.retries",
+        "llm.backoff_ms",
+        "llm.seed",
+    ];
+
+    fn leaves(prefix: &str, v: &serde_json::Value, out: &mut Vec<String>) {
+        match v.as_object() {
+            Some(o) => {
+                for (k, v) in o {
+                    let path = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                    leaves(&path, v, out);
+                }
+            }
+            None => out.push(prefix.to_string()),
+        }
+    }
+
+    #[test]
+    fn every_spec_setting_has_the_flag_errors_name_and_the_list_sets_it() {
+        let mut settings = Vec::new();
+        leaves("", &serde_json::to_value(ChunkerSpec::default()).unwrap(), &mut settings);
+        // The one list of flag → field covers every setting with a flag ...
+        let cli = Cli::command();
+        let chunk = cli.find_subcommand("chunk").unwrap();
+        let longs: Vec<String> =
+            chunk.get_arguments().filter_map(|a| a.get_long()).map(|l| format!("--{l}")).collect();
+        let args = SpecArgs::default();
+        let mut listed = args.given();
+        assert!(listed.is_empty());
+        macro_rules! all {
+            ($($flag:ident => $($field:ident).+),*; $($opt:ident => $($ofield:ident).+),*) => {
+                $(listed.push([$(stringify!($field)),+].join("."));)*
+                $(listed.push([$(stringify!($ofield)),+].join("."));)*
+            };
+        }
+        spec_flags!(all);
+        for s in &settings {
+            let s = s.replace("breakpoint.type", "breakpoint.kind");
+            if SPEC_ONLY.contains(&s.as_str()) || s == "model" {
+                continue;
+            }
+            assert!(listed.contains(&s), "{s} has no flag in spec_flags!");
+            // ... and the flag an error about it names is a real one.
+            assert!(longs.contains(&flag(&s)), "{s}: {} is not a flag of seamcut chunk", flag(&s));
+        }
+        assert!(longs.contains(&flag("model")) && longs.contains(&flag("meta_fields")));
+    }
 }

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::device::Compute;
+use crate::device::{Compute, DeviceSpec, Precision};
 use crate::embed::bert::{model_type, BertEmbedder};
 use crate::embed::static_model::{is_static_model, StaticEmbedder};
 use crate::embed::Embedder;
@@ -172,6 +172,40 @@ pub fn load(spec: &str, compute: &Compute) -> Result<Box<dyn Embedder>> {
     }
     let dir = resolve(spec)?;
     load_dir(&dir, compute)
+}
+
+/// Which model to load and where to run it: what a chunker spec and the embedding commands
+/// share, parsed once into types (a misspelt device or dtype is an error where it is read).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelSpec {
+    /// A catalog name, a model directory or a hub id (`default`: the built-in static model).
+    pub model: String,
+    pub device: DeviceSpec,
+    pub dtype: Precision,
+}
+
+impl Default for ModelSpec {
+    fn default() -> Self {
+        Self { model: "default".into(), device: DeviceSpec::Auto, dtype: Precision::F32 }
+    }
+}
+
+impl ModelSpec {
+    /// The device and dtype, resolved.
+    ///
+    /// # Errors
+    /// A device not compiled in or not present, or a dtype it cannot run.
+    pub fn compute(&self) -> Result<Compute> {
+        Compute::new(self.device, self.dtype)
+    }
+
+    /// The model, loaded once per process ([`load_shared`]).
+    ///
+    /// # Errors
+    /// As [`Self::compute`] and [`load`].
+    pub fn load(&self) -> Result<std::sync::Arc<Model>> {
+        load_shared(&self.model, &self.compute()?)
+    }
 }
 
 /// A loaded model with what identifies it: the embedder, shared between threads and

@@ -20,11 +20,13 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::cap::Cap;
 use crate::chunkers::lumber::{Guide, LumberChunker, LumberParams};
 use crate::chunkers::semantic::{ModelErrorPolicy, Rule, SemanticChunker, Splitter, WindowMode};
 use crate::chunkers::{build as build_baseline, ChunkOptions, Chunker, ChunkerKind};
 use crate::device::{Compute, DeviceSpec, Precision};
 use crate::llm::LlmSpec;
+use crate::models::ModelSpec;
 use crate::rules::breakpoint::{BreakpointParams, ThresholdType};
 use crate::rules::global::GlobalParams;
 use crate::rules::maxmin::MaxMinParams;
@@ -51,7 +53,7 @@ pub struct ChunkerSpec {
     /// The chunking method.
     pub chunker: ChunkerKind,
     /// Hard cap on tokens per chunk (and per unit); 0 means no cap.
-    pub max_tokens: usize,
+    pub max_tokens: Cap,
     /// Chunks under this many tokens are merged into a neighbour when the cap allows.
     pub min_tokens: MinTokens,
     /// Tokens shared by consecutive chunks (fixed chunker only).
@@ -59,13 +61,13 @@ pub struct ChunkerSpec {
     /// What a token is: `default` (for embedding chunkers the model's own tokenizer, for
     /// baselines the default model's), `chars`, `words`, or a path to a tokenizer.json or
     /// a model directory holding one.
-    pub sizer: String,
+    pub sizer: SizerSpec,
     /// Embedding chunkers' model: a catalog name, a model directory or a hub id.
     pub model: String,
     /// `auto`, `cpu`, `cuda[:N]`, `metal[:N]`.
-    pub device: String,
+    pub device: DeviceSpec,
     /// `f32`, `f16`, `bf16`.
-    pub dtype: String,
+    pub dtype: Precision,
     /// Whether Max–Min and the global rule take their bands from the device (unit vectors
     /// stay there; one kernel launch per batch; only the bands come back): `null` (the
     /// default) on a CUDA GPU and not elsewhere (CPU, Metal); `true` on the CPU runs that
@@ -94,13 +96,13 @@ impl Default for ChunkerSpec {
     fn default() -> Self {
         Self {
             chunker: ChunkerKind::default(),
-            max_tokens: DEFAULT_MAX_TOKENS,
+            max_tokens: Cap::new(DEFAULT_MAX_TOKENS),
             min_tokens: MinTokens::Auto,
             overlap: 0,
-            sizer: "default".into(),
+            sizer: SizerSpec::Default,
             model: "default".into(),
-            device: "auto".into(),
-            dtype: "f32".into(),
+            device: DeviceSpec::Auto,
+            dtype: Precision::F32,
             device_bands: None,
             units: UnitKind::default(),
             min_characters_per_sentence: 24,
@@ -118,6 +120,7 @@ impl Default for ChunkerSpec {
 
 /// The units embedding chunkers group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum UnitKind {
     /// Whole paragraphs; a paragraph over the cap or the model's window falls back to its
@@ -245,13 +248,13 @@ pub enum TargetTokens {
 }
 
 impl TargetTokens {
-    /// The target under `max_tokens`.
+    /// The target under `cap`.
     #[must_use]
-    pub fn resolve(self, max_tokens: usize) -> usize {
-        match self {
-            Self::Fixed(n) => n,
-            Self::Auto if max_tokens == 0 => 192,
-            Self::Auto => (max_tokens * 3 / 4).max(1),
+    pub fn resolve(self, cap: Cap) -> usize {
+        match (self, cap.get()) {
+            (Self::Fixed(n), _) => n,
+            (Self::Auto, None) => 192,
+            (Self::Auto, Some(max_tokens)) => (max_tokens * 3 / 4).max(1),
         }
     }
 }
@@ -271,12 +274,12 @@ pub enum MinTokens {
 }
 
 impl MinTokens {
-    /// The minimum for `chunker` under `max_tokens`.
+    /// The minimum for `chunker` under `cap`.
     #[must_use]
-    pub fn resolve(self, chunker: ChunkerKind, max_tokens: usize) -> usize {
+    pub fn resolve(self, chunker: ChunkerKind, cap: Cap) -> usize {
         match self {
             Self::Fixed(n) => n,
-            Self::Auto if !chunker.is_baseline() && !chunker.is_llm() => max_tokens / 4,
+            Self::Auto if !chunker.is_baseline() && !chunker.is_llm() => cap.max_tokens() / 4,
             Self::Auto => 0,
         }
     }
@@ -453,17 +456,25 @@ impl ChunkerSpec {
     /// The sizes every chunker honours, with `auto` resolved.
     #[must_use]
     pub fn options(&self) -> ChunkOptions {
-        ChunkOptions::new(self.max_tokens)
-            .with_min_tokens(self.min_tokens.resolve(self.chunker, self.max_tokens))
-            .with_overlap(self.overlap)
+        ChunkOptions {
+            cap: self.max_tokens,
+            min_tokens: self.min_tokens.resolve(self.chunker, self.max_tokens),
+            overlap: self.overlap,
+        }
     }
 
-    /// The device and dtype.
+    /// The model, device and dtype.
+    #[must_use]
+    pub fn model_spec(&self) -> ModelSpec {
+        ModelSpec { model: self.model.clone(), device: self.device, dtype: self.dtype }
+    }
+
+    /// The device and dtype, resolved.
     ///
     /// # Errors
-    /// On an unknown device or dtype, or a device not compiled in or not present.
+    /// A device not compiled in or not present, or a dtype it cannot run.
     pub fn compute(&self) -> Result<Compute> {
-        Compute::new(DeviceSpec::parse(&self.device)?, Precision::parse(&self.dtype)?)
+        Compute::new(self.device, self.dtype)
     }
 
     /// The model, loaded once per process ([`crate::models::load_shared`]).
@@ -471,7 +482,7 @@ impl ChunkerSpec {
     /// # Errors
     /// As [`crate::models::load`].
     pub fn load_model(&self) -> Result<Arc<crate::models::Model>> {
-        crate::models::load_shared(&self.model, &self.compute()?)
+        self.model_spec().load()
     }
 
     /// Build the chunker this spec describes.
@@ -481,20 +492,16 @@ impl ChunkerSpec {
     /// calibrated for the model, which [`Chunker::describe`] reports with how it was found.
     ///
     /// # Errors
-    /// A [`Error::Config`] for settings that do not fit together (overlap on an embedding
+    /// An [`Error::Setting`] for settings that do not fit together (overlap on an embedding
     /// chunker, a minimum above the cap, a bad window), or the model's or tokenizer's load
     /// error.
     pub fn build(&self) -> Result<Box<dyn Chunker>> {
         let opts = self.options();
-        // A misspelt device or dtype is an error for every chunker, also those that never
-        // compute on one (the baselines, which then run on the CPU whatever it says).
-        DeviceSpec::parse(&self.device)?;
-        Precision::parse(&self.dtype)?;
         if self.chunker.is_baseline() {
-            return build_baseline(self.chunker, SizerSpec::parse(&self.sizer).build()?, opts);
+            return build_baseline(self.chunker, self.sizer.build()?, opts);
         }
         if self.overlap > 0 {
-            return Err(Error::Config("--overlap is only supported by the fixed chunker".into()));
+            return Err(Error::setting("overlap", "is only supported by the fixed chunker"));
         }
         opts.validate(self.chunker)?;
         if self.chunker.is_llm() {
@@ -512,7 +519,7 @@ impl ChunkerSpec {
         // `sizer: default` counts with the model's own tokenizer (`model_sizer`): the ids that
         // counted a unit are the ones it embeds.
         let mut chunker = SemanticChunker::new(model.embedder.clone(), sizer, compute, rule, opts)
-            .with_shared_tokenizer(self.sizer == "default");
+            .with_shared_tokenizer(self.sizer == SizerSpec::Default);
         if let Some(on) = self.device_bands {
             chunker = chunker.with_device_bands(on); // else SemanticChunker's default: on CUDA
         }
@@ -527,17 +534,17 @@ impl ChunkerSpec {
     /// What counts tokens for a chunker with `model`: the model's tokenizer unless `sizer`
     /// names another.
     fn model_sizer(&self, model: &crate::models::Model) -> Result<Arc<dyn Sizer>> {
-        if self.sizer == "default" {
+        if self.sizer == SizerSpec::Default {
             Ok(Arc::new(HfSizer::from_text_tokenizer(model.embedder.tokenizer().clone(), "model")))
         } else {
-            SizerSpec::parse(&self.sizer).build()
+            self.sizer.build()
         }
     }
 
     fn build_llm(&self, opts: ChunkOptions) -> Result<Box<dyn Chunker>> {
         let l = &self.lumber;
         if l.theta == 0 || l.attempts == 0 || l.candidates == 0 || l.groups == 0 {
-            return Err(Error::Config("lumber: theta, attempts, candidates and groups must be > 0".into()));
+            return Err(Error::setting("lumber", "theta, attempts, candidates and groups must be > 0"));
         }
         let compute = self.compute()?;
         let llm = self.llm.build(&compute)?;
@@ -547,7 +554,7 @@ impl ChunkerSpec {
             let guide = Guide { embedder: model.embedder.clone(), compute, embed_opts: Default::default() };
             (sizer, Some(guide))
         } else {
-            (SizerSpec::parse(&self.sizer).build()?, None)
+            (self.sizer.build()?, None)
         };
         Ok(Box::new(
             LumberChunker::new(llm, sizer, opts, *l, guide).with_model_error_policy(self.on_model_error),
@@ -558,10 +565,13 @@ impl ChunkerSpec {
     fn rule(&self, model: &crate::models::Model) -> Result<(Rule, String)> {
         let m = &self.minima;
         if m.filter_window.is_multiple_of(2) || m.filter_polyorder >= m.filter_window {
-            return Err(Error::Config(format!(
-                "minima: filter_window must be odd and above filter_polyorder (got {} and {})",
-                m.filter_window, m.filter_polyorder
-            )));
+            return Err(Error::setting(
+                "minima.filter_window",
+                format!(
+                    "must be odd and above filter_polyorder (got {} and {})",
+                    m.filter_window, m.filter_polyorder
+                ),
+            ));
         }
         Ok(match self.chunker {
             ChunkerKind::Maxmin => {
@@ -575,39 +585,31 @@ impl ChunkerSpec {
                         None => (
                             MaxMinParams::default().hard_thr,
                             format!(
-                                "; hard_thr 0.6, the paper's (no calibration known for {}; see seamcut eval topics --hard-thr-sweep)",
+                                "; hard_thr 0.6, the paper's (no calibration known for {}; calibrate with seamcut eval topics)",
                                 self.model
                             ),
                         ),
                     },
                 };
-                let p = MaxMinParams {
-                    c: self.maxmin.c,
-                    hard_thr,
-                    init_const: self.maxmin.init_const,
-                    max_tokens: self.max_tokens,
-                };
+                let p = MaxMinParams { c: self.maxmin.c, hard_thr, init_const: self.maxmin.init_const };
                 (Rule::MaxMin(p), note)
             }
             ChunkerKind::Global => {
                 let g = &self.global;
                 for (name, w) in [
-                    ("size_weight", g.size_weight),
-                    ("depth_weight", g.depth_weight),
-                    ("heading_weight", g.heading_weight),
+                    ("global.size_weight", g.size_weight),
+                    ("global.depth_weight", g.depth_weight),
+                    ("global.heading_weight", g.heading_weight),
                 ] {
                     if !(w >= 0.0 && w.is_finite()) {
-                        return Err(Error::Config(format!(
-                            "global: {name} must be a finite number >= 0 (got {w})"
-                        )));
+                        return Err(Error::setting(name, format!("must be a finite number >= 0 (got {w})")));
                     }
                 }
                 if g.block == 0 {
-                    return Err(Error::Config("global: block must be at least 1 unit".into()));
+                    return Err(Error::setting("global.block", "must be at least 1 unit"));
                 }
                 (
                     Rule::Global(GlobalParams {
-                        max_tokens: self.max_tokens,
                         target_tokens: self.global.target_tokens.resolve(self.max_tokens),
                         penalty: 0.0,
                         size_weight: self.global.size_weight,
@@ -627,7 +629,6 @@ impl ChunkerSpec {
                         filter_window: m.filter_window,
                         filter_polyorder: m.filter_polyorder,
                         filter_tolerance: m.filter_tolerance,
-                        chunk_size: self.max_tokens,
                         skip_window: m.skip_window,
                     },
                     self.window,
@@ -652,6 +653,38 @@ impl ChunkerSpec {
             }
             k => return Err(Error::Internal(format!("{k} has no rule"))),
         })
+    }
+
+    /// Whether this spec's chunker reads `setting` (a field's path: `model`,
+    /// `maxmin.hard_thr`, `lumber.candidates`), so that a front end can say when a setting
+    /// given does nothing. With `embeds` (chunk vectors asked for), a chunker without a model
+    /// of its own reads the model too: it embeds the chunks.
+    #[must_use]
+    pub fn reads(&self, setting: &str, embeds: bool) -> bool {
+        use ChunkerKind as K;
+        let k = self.chunker;
+        let (group, field) = setting.split_once('.').unwrap_or((setting, ""));
+        let embedding = !k.is_baseline() && !k.is_llm();
+        match group {
+            "overlap" => k == K::Fixed,
+            "model" => (embedding || k == K::LumberGuided) || embeds,
+            // An in-process LLM runs on the device too.
+            "device" | "dtype" => !k.is_baseline() || embeds,
+            "device_bands" => matches!(k, K::Maxmin | K::Global),
+            "units" | "min_characters_per_sentence" => embedding,
+            "window" => matches!(k, K::Minima | K::Breakpoint),
+            "maxmin" => k == K::Maxmin,
+            "minima" => k == K::Minima,
+            "breakpoint" => k == K::Breakpoint,
+            "global" => k == K::Global,
+            "lumber" => match field {
+                "candidates" | "groups" | "context_words" => k == K::LumberGuided,
+                _ => k.is_llm(),
+            },
+            "llm" => k.is_llm(),
+            "on_model_error" => !k.is_baseline(),
+            _ => true,
+        }
     }
 
     /// Max–Min's `hard_thr` as [`Self::build`] resolves it (for plots and reports).
@@ -692,7 +725,7 @@ mod tests {
         assert!(serde_json::from_str::<ChunkerSpec>(r#"{"chunker": "nope"}"#).is_err());
         assert!(serde_json::from_str::<ChunkerSpec>(r#"{"min_tokens": "some"}"#).is_err());
         let bad = ChunkerSpec { overlap: 4, ..ChunkerSpec::new(ChunkerKind::Maxmin) };
-        assert!(matches!(bad.build(), Err(Error::Config(_))));
+        assert!(matches!(bad.build(), Err(Error::Setting { setting: "overlap", .. })));
     }
 
     #[test]
@@ -701,7 +734,7 @@ mod tests {
         let s =
             ChunkerSpec::from_params(params(r#"{"chunker": "maxmin", "hard_thr": 0.4, "max_tokens": 128}"#))
                 .unwrap();
-        assert_eq!((s.maxmin.hard_thr, s.max_tokens), (HardThr::Fixed(0.4), 128));
+        assert_eq!((s.maxmin.hard_thr, s.max_tokens), (HardThr::Fixed(0.4), Cap::new(128)));
         let s = ChunkerSpec::from_params(params(r#"{"chunker": "minima", "similarity_window": 5}"#)).unwrap();
         assert_eq!(s.minima.similarity_window, 5);
         let s = ChunkerSpec::from_params(params(r#"{"chunker": "breakpoint", "type": "interquartile"}"#))
@@ -728,10 +761,10 @@ mod tests {
         let params = |j: &str| serde_json::from_str::<serde_json::Map<_, _>>(j).unwrap();
         let mut base = ChunkerSpec::new(ChunkerKind::Maxmin);
         base.maxmin.c = 0.8;
-        base.max_tokens = 128;
+        base.max_tokens = Cap::new(128);
         base.model = "all-MiniLM-L6-v2".into();
         let s = base.with_params(params(r#"{"hard_thr": 0.4}"#)).unwrap();
-        assert_eq!((s.maxmin.hard_thr, s.maxmin.c, s.max_tokens), (HardThr::Fixed(0.4), 0.8, 128));
+        assert_eq!((s.maxmin.hard_thr, s.maxmin.c, s.max_tokens), (HardThr::Fixed(0.4), 0.8, Cap::new(128)));
         assert_eq!(s.model, "all-MiniLM-L6-v2");
         // A nested object keeps the base's other settings; a setting already in the base is
         // not "given twice".
@@ -739,7 +772,7 @@ mod tests {
         assert_eq!((s.maxmin.init_const, s.maxmin.c), (2.0, 0.7));
         // Another chunker: its own settings are the ones taken flat.
         let s = base.with_params(params(r#"{"chunker": "minima", "threshold": 0.5}"#)).unwrap();
-        assert_eq!((s.chunker, s.minima.threshold, s.max_tokens), (ChunkerKind::Minima, 0.5, 128));
+        assert_eq!((s.chunker, s.minima.threshold, s.max_tokens), (ChunkerKind::Minima, 0.5, Cap::new(128)));
         assert!(base.with_params(params(r#"{"threshold": 0.5}"#)).is_err());
         assert_eq!(base.with_params(params("{}")).unwrap(), base);
     }

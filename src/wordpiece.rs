@@ -13,6 +13,24 @@
 //! character alone: lower-casing and accent stripping act per character). Any other input
 //! takes the HF path, so results are always identical to HF's; `tests/it/wordpiece.rs` checks
 //! that on prose and on random strings.
+//!
+//! # Over-long words, for sizing
+//!
+//! `ids`, `count` and `token_starts` are exactly the tokenizer's. The `sizing_*` methods,
+//! what [`crate::sizer::HfSizer`] counts caps with, differ in one place: an unknown token
+//! that stands for more than [`TextTokenizer::long_token_chars`] characters of the text (BERT
+//! WordPiece turns any word over `max_input_chars_per_word`, 100, into one `[UNK]`, so a
+//! 10 MB line with no spaces is "1 token") counts as one token per started piece of that
+//! many characters, each piece a token start. Why this rule: the tokenizer itself never lets
+//! one token stand for more than that many characters of a word it accepts, so the rule
+//! bounds the text behind every counted token by the tokenizer's own limit (a chunk of `cap`
+//! tokens holds at most `cap × 100` characters of such a word) while every word the
+//! tokenizer accepts is counted exactly as HF counts it; and it never counts fewer tokens
+//! than the model sees (one `[UNK]` per word). Counting the pieces' own WordPieces instead
+//! would not change what the model reads (any part over 100 characters is still one
+//! `[UNK]` to it) and would cost a full WordPiece pass over what is usually a blob (base64,
+//! a hash list, minified code). The model's ids are untouched: `sizing_ids` gives `None`
+//! for a text with such a token, so a caller tokenizes it for the model itself.
 
 use std::sync::Arc;
 
@@ -36,6 +54,15 @@ enum Class {
 
 /// The table covers U+0080..=U+024F (Latin-1 Supplement, Latin Extended-A and -B).
 const TABLE_END: u32 = 0x250;
+
+/// An unknown token that stands for more than [`TextTokenizer::long_token_chars`]
+/// characters: its index among the ids and its byte range in the text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LongToken {
+    pub index: usize,
+    pub start: usize,
+    pub end: usize,
+}
 /// The WordPiece vocabulary split for greedy matching.
 #[derive(Debug, Clone)]
 pub struct FastWordPiece {
@@ -104,7 +131,13 @@ impl FastWordPiece {
 
     /// [`Self::encode`] for text with characters of the Latin table: words are normalised
     /// into a buffer that remembers each byte's offset in `text`.
-    fn encode_latin(&self, text: &str, ids: &mut Vec<u32>, mut starts: Option<&mut Vec<usize>>) -> bool {
+    fn encode_latin(
+        &self,
+        text: &str,
+        ids: &mut Vec<u32>,
+        mut starts: Option<&mut Vec<usize>>,
+        mut long: Option<&mut Vec<LongToken>>,
+    ) -> bool {
         let mut word: Vec<u8> = Vec::with_capacity(64);
         let mut orig: Vec<usize> = Vec::with_capacity(64);
         let mut chars = 0usize;
@@ -112,10 +145,12 @@ impl FastWordPiece {
                      orig: &mut Vec<usize>,
                      chars: &mut usize,
                      ids: &mut Vec<u32>,
-                     st: Option<&mut Vec<usize>>| {
+                     st: Option<&mut Vec<usize>>,
+                     long: Option<&mut Vec<LongToken>>| {
             if word.is_empty() {
                 return;
             }
+            let mark = ids.len();
             if *chars > self.max_chars {
                 ids.push(self.unk);
                 if let Some(st) = st {
@@ -123,6 +158,17 @@ impl FastWordPiece {
                 }
             } else {
                 self.word_mapped(word, orig, ids, st);
+            }
+            // The word's one `[UNK]` (over-long, or no piece matched) spans its text in the
+            // original, which the sizing rule bounds (module doc).
+            if let Some(long) = long {
+                if ids.len() == mark + 1 && ids[mark] == self.unk {
+                    let (s, last) = (orig[0], orig[orig.len() - 1]);
+                    let end = last + text[last..].chars().next().map_or(1, char::len_utf8);
+                    if end - s > self.max_chars && text[s..end].chars().count() > self.max_chars {
+                        long.push(LongToken { index: mark, start: s, end });
+                    }
+                }
             }
             word.clear();
             orig.clear();
@@ -132,19 +178,21 @@ impl FastWordPiece {
             if c.is_ascii() {
                 let b = c as u8;
                 if b.is_ascii_whitespace() {
-                    flush(&mut word, &mut orig, &mut chars, ids, starts.as_deref_mut());
+                    flush(&mut word, &mut orig, &mut chars, ids, starts.as_deref_mut(), long.as_deref_mut());
                 } else if b.is_ascii_alphanumeric() {
                     word.push(if self.lowercase { b.to_ascii_lowercase() } else { b });
                     orig.push(i);
                     chars += 1;
                 } else {
-                    flush(&mut word, &mut orig, &mut chars, ids, starts.as_deref_mut());
+                    flush(&mut word, &mut orig, &mut chars, ids, starts.as_deref_mut(), long.as_deref_mut());
                     self.word(&[b], i, ids, starts.as_deref_mut());
                 }
                 continue;
             }
             match self.class(c) {
-                Class::Space => flush(&mut word, &mut orig, &mut chars, ids, starts.as_deref_mut()),
+                Class::Space => {
+                    flush(&mut word, &mut orig, &mut chars, ids, starts.as_deref_mut(), long.as_deref_mut());
+                }
                 Class::Drop => {}
                 Class::Letters(s) => {
                     word.extend_from_slice(s.as_bytes());
@@ -152,12 +200,19 @@ impl FastWordPiece {
                     chars += s.chars().count();
                 }
                 Class::Punct(s) => {
-                    flush(&mut word, &mut orig, &mut chars, ids, starts.as_deref_mut());
+                    flush(&mut word, &mut orig, &mut chars, ids, starts.as_deref_mut(), long.as_deref_mut());
                     self.word(s.as_bytes(), i, ids, starts.as_deref_mut());
                 }
                 Class::Other => {
                     if typographic_punct(c) {
-                        flush(&mut word, &mut orig, &mut chars, ids, starts.as_deref_mut());
+                        flush(
+                            &mut word,
+                            &mut orig,
+                            &mut chars,
+                            ids,
+                            starts.as_deref_mut(),
+                            long.as_deref_mut(),
+                        );
                         let mut buf = [0u8; 4];
                         self.word(c.encode_utf8(&mut buf).as_bytes(), i, ids, starts.as_deref_mut());
                     } else {
@@ -166,7 +221,7 @@ impl FastWordPiece {
                 }
             }
         }
-        flush(&mut word, &mut orig, &mut chars, ids, starts);
+        flush(&mut word, &mut orig, &mut chars, ids, starts, long);
         true
     }
 
@@ -185,10 +240,17 @@ impl FastWordPiece {
     }
 
     /// Token ids of `text` (no special tokens), with each token's start byte offset when
-    /// `starts` is given. Returns `false`, having pushed nothing, when `text` needs the HF
-    /// path (non-ASCII other than typographic punctuation, control characters, or a `[` that
-    /// might open an added token).
-    pub fn encode(&self, text: &str, ids: &mut Vec<u32>, mut starts: Option<&mut Vec<usize>>) -> bool {
+    /// `starts` is given, and with `long` the `[UNK]`s that stand for more than
+    /// `max_input_chars_per_word` characters of `text` (see the module doc). Returns `false`,
+    /// having pushed nothing, when `text` needs the HF path (non-ASCII other than typographic
+    /// punctuation, control characters, or a `[` that might open an added token).
+    pub fn encode(
+        &self,
+        text: &str,
+        ids: &mut Vec<u32>,
+        mut starts: Option<&mut Vec<usize>>,
+        mut long: Option<&mut Vec<LongToken>>,
+    ) -> bool {
         let b = text.as_bytes();
         if b.iter().any(|&c| (c < 0x20 && !matches!(c, b'\t' | b'\n' | b'\r')) || c == 0x7F || c == b'[') {
             return false;
@@ -198,16 +260,21 @@ impl FastWordPiece {
             // Accented Latin letters and the like: normalised through the table, or HF.
             ids.reserve(0);
             let (mark, mark_s) = (ids.len(), starts.as_ref().map_or(0, |s| s.len()));
-            if self.encode_latin(text, ids, starts.as_deref_mut()) {
+            let mark_l = long.as_ref().map_or(0, |l| l.len());
+            if self.encode_latin(text, ids, starts.as_deref_mut(), long.as_deref_mut()) {
                 return true;
             }
             ids.truncate(mark);
             if let Some(st) = starts {
                 st.truncate(mark_s);
             }
+            if let Some(l) = long {
+                l.truncate(mark_l);
+            }
             return false;
         }
         let mut word = [0u8; 128];
+        let mut heap = Vec::new();
         let mut i = 0;
         while i < b.len() {
             let c = b[i];
@@ -236,7 +303,10 @@ impl FastWordPiece {
                 i += 1;
             }
             let w = &b[s..i];
-            if w.len() > self.max_chars || w.len() > word.len() {
+            if w.len() > self.max_chars {
+                if let Some(l) = long.as_deref_mut() {
+                    l.push(LongToken { index: ids.len(), start: s, end: i });
+                }
                 ids.push(self.unk);
                 if let Some(st) = starts.as_deref_mut() {
                     st.push(s);
@@ -244,10 +314,18 @@ impl FastWordPiece {
                 continue;
             }
             if self.lowercase {
-                for (d, &x) in word.iter_mut().zip(w) {
+                // A word longer than the stack buffer (a tokenizer whose word limit is over
+                // 128 characters) is lower-cased on the heap.
+                let buf: &mut [u8] = if w.len() <= word.len() {
+                    &mut word[..w.len()]
+                } else {
+                    heap.resize(w.len(), 0);
+                    &mut heap[..]
+                };
+                for (d, &x) in buf.iter_mut().zip(w) {
                     *d = x.to_ascii_lowercase();
                 }
-                self.word(&word[..w.len()], s, ids, starts.as_deref_mut());
+                self.word(buf, s, ids, starts.as_deref_mut());
             } else {
                 self.word(w, s, ids, starts.as_deref_mut());
             }
@@ -357,7 +435,16 @@ pub struct TextTokenizer {
     // of the HF tokenizer copies its vocabulary maps, about 3 ms at start-up).
     hf: Arc<Tokenizer>,
     fast: Option<Arc<FastWordPiece>>,
+    /// The model's unknown token, where it has one: the only token that can stand for an
+    /// unbounded run of text (a vocabulary token stands for its own few characters).
+    unk: Option<u32>,
+    /// [`Self::long_token_chars`].
+    long_chars: usize,
 }
+
+/// Characters an unknown token may stand for before sizing splits it, for models without a
+/// word limit of their own (BPE or Unigram with fused unknowns, WordLevel): BERT's 100.
+const DEFAULT_LONG_CHARS: usize = 100;
 
 impl TextTokenizer {
     /// Wrap an HF tokenizer; truncation and padding are switched off.
@@ -366,7 +453,8 @@ impl TextTokenizer {
         let _ = hf.with_truncation(None);
         hf.with_padding(None);
         let fast = FastWordPiece::from_tokenizer(&hf).map(Arc::new);
-        Self { hf: Arc::new(hf), fast }
+        let (unk, long_chars) = unknown_token(&hf);
+        Self { hf: Arc::new(hf), fast, unk, long_chars }
     }
 
     #[must_use]
@@ -383,7 +471,7 @@ impl TextTokenizer {
     /// Whether the fast path handles `text` (else the HF pipeline does).
     #[must_use]
     pub fn fast_path_covers(&self, text: &str) -> bool {
-        self.fast.as_ref().is_some_and(|f| f.encode(text, &mut Vec::new(), None))
+        self.fast.as_ref().is_some_and(|f| f.encode(text, &mut Vec::new(), None, None))
     }
 
     /// Content token ids (no special tokens).
@@ -391,7 +479,7 @@ impl TextTokenizer {
     pub fn ids(&self, text: &str) -> Vec<u32> {
         let mut ids = Vec::new();
         if let Some(f) = &self.fast {
-            if f.encode(text, &mut ids, None) {
+            if f.encode(text, &mut ids, None, None) {
                 return ids;
             }
         }
@@ -404,7 +492,7 @@ impl TextTokenizer {
     pub fn try_ids(&self, text: &str) -> Option<Vec<u32>> {
         let mut ids = Vec::with_capacity(text.len() / 3);
         if let Some(f) = &self.fast {
-            if f.encode(text, &mut ids, None) {
+            if f.encode(text, &mut ids, None, None) {
                 return Some(ids);
             }
         }
@@ -419,7 +507,7 @@ impl TextTokenizer {
         }
         if let Some(f) = &self.fast {
             let mut ids = Vec::with_capacity(text.len() / 3);
-            if f.encode(text, &mut ids, None) {
+            if f.encode(text, &mut ids, None, None) {
                 return ids.len();
             }
         }
@@ -436,28 +524,248 @@ impl TextTokenizer {
         }
         if let Some(f) = &self.fast {
             let (mut ids, mut starts) = (Vec::new(), Vec::new());
-            if f.encode(text, &mut ids, Some(&mut starts)) {
+            if f.encode(text, &mut ids, Some(&mut starts), None) {
                 return starts;
             }
         }
         match self.hf.encode(text, false) {
-            Ok(enc) => {
-                let mut out: Vec<usize> = enc.get_offsets().iter().map(|&(s, _)| s).collect();
-                // Offsets are bytes into `text` for the Rust API. Keep them monotone and on
-                // char boundaries (several tokens may share a start, e.g. byte-level BPE of
-                // one emoji); the cutter only needs places where a cut is allowed.
-                let mut last = 0;
-                for o in &mut out {
-                    let mut x = (*o).min(text.len()).max(last);
-                    while !text.is_char_boundary(x) {
-                        x -= 1;
-                    }
-                    *o = x.max(last);
-                    last = *o;
-                }
-                out
-            }
+            Ok(enc) => monotone_starts(text, enc.get_offsets()),
             Err(_) => text.char_indices().map(|(i, _)| i).collect(),
+        }
+    }
+
+    /// How many characters of text one unknown token may stand for in the `sizing_*`
+    /// methods: WordPiece's `max_input_chars_per_word` (100 for BERT's), else 100. See the
+    /// module doc.
+    #[must_use]
+    pub fn long_token_chars(&self) -> usize {
+        self.long_chars
+    }
+
+    /// The count a token cap is checked against: [`Self::count`], except that an unknown
+    /// token standing for more than [`Self::long_token_chars`] characters counts one per
+    /// started piece of that many characters (module doc).
+    #[must_use]
+    pub fn sizing_count(&self, text: &str) -> usize {
+        if text.is_empty() {
+            return 0;
+        }
+        if let Some(f) = &self.fast {
+            let mut ids = Vec::with_capacity(text.len() / 3);
+            let mut long = Vec::new();
+            if f.encode(text, &mut ids, None, Some(&mut long)) {
+                return ids.len() + long.iter().map(|l| self.piece_count(text, l) - 1).sum::<usize>();
+            }
+        }
+        let Some(unk) = self.unk else { return self.count(text) };
+        match self.hf.encode_fast(text, false) {
+            // As in `count`: a broken tokenizer still enforces a cap, by characters.
+            Err(_) => text.chars().count(),
+            // Offsets (a second, slower encoding) only where a long unknown token can be.
+            Ok(e) if text.len() <= self.long_chars || !e.get_ids().contains(&unk) => e.len(),
+            Ok(_) => match self.hf_long_tokens(text) {
+                Some((n, long)) => n + long.iter().map(|l| self.piece_count(text, l) - 1).sum::<usize>(),
+                None => text.chars().count(),
+            },
+        }
+    }
+
+    /// Token starts for [`Self::sizing_count`]: [`Self::token_starts`], with an over-long
+    /// unknown token's start replaced by the starts of its pieces.
+    /// `sizing_token_starts(t).len() == sizing_count(t)`.
+    #[must_use]
+    pub fn sizing_token_starts(&self, text: &str) -> Vec<usize> {
+        if text.is_empty() {
+            return Vec::new();
+        }
+        let mut long = Vec::new();
+        let starts = 'enc: {
+            if let Some(f) = &self.fast {
+                let (mut ids, mut starts) = (Vec::new(), Vec::new());
+                if f.encode(text, &mut ids, Some(&mut starts), Some(&mut long)) {
+                    break 'enc starts;
+                }
+            }
+            if self.unk.is_none() {
+                return self.token_starts(text);
+            }
+            match self.hf.encode(text, false) {
+                Ok(enc) => {
+                    long = self.long_in(text, enc.get_ids(), enc.get_offsets());
+                    monotone_starts(text, enc.get_offsets())
+                }
+                Err(_) => return text.char_indices().map(|(i, _)| i).collect(),
+            }
+        };
+        if long.is_empty() {
+            return starts;
+        }
+        let mut out = Vec::with_capacity(starts.len() + long.len());
+        let mut next = long.iter().peekable();
+        for (i, s) in starts.into_iter().enumerate() {
+            match next.peek() {
+                Some(l) if l.index == i => {
+                    let last = out.last().copied().unwrap_or(0);
+                    out.extend(self.pieces(text, l).map(|p| p.max(last)));
+                    next.next();
+                }
+                _ => out.push(s),
+            }
+        }
+        out
+    }
+
+    /// The token ids [`Self::sizing_count`] counts, where they are the tokenizer's own:
+    /// [`Self::try_ids`] of a text without an over-long unknown token; `None` for a text with
+    /// one (its ids are fewer than its sizing count) or where the tokenizer fails.
+    #[must_use]
+    pub fn sizing_ids(&self, text: &str) -> Option<Vec<u32>> {
+        let mut ids = Vec::with_capacity(text.len() / 3);
+        if let Some(f) = &self.fast {
+            let mut long = Vec::new();
+            if f.encode(text, &mut ids, None, Some(&mut long)) {
+                return long.is_empty().then_some(ids);
+            }
+        }
+        let ids = self.hf.encode_fast(text, false).ok()?.get_ids().to_vec();
+        match self.unk {
+            Some(unk) if text.len() > self.long_chars && ids.contains(&unk) => {
+                self.hf_long_tokens(text)?.1.is_empty().then_some(ids)
+            }
+            _ => Some(ids),
+        }
+    }
+
+    /// The HF pipeline's token count of `text` and its over-long unknown tokens.
+    fn hf_long_tokens(&self, text: &str) -> Option<(usize, Vec<LongToken>)> {
+        let enc = self.hf.encode(text, false).ok()?;
+        Some((enc.len(), self.long_in(text, enc.get_ids(), enc.get_offsets())))
+    }
+
+    /// Unknown tokens among `ids` whose text (by `offsets`, bytes into `text`) is over
+    /// [`Self::long_token_chars`] characters.
+    fn long_in(&self, text: &str, ids: &[u32], offsets: &[(usize, usize)]) -> Vec<LongToken> {
+        let Some(unk) = self.unk else { return Vec::new() };
+        let mut out = Vec::new();
+        for (index, (&id, &(s, e))) in ids.iter().zip(offsets).enumerate() {
+            if id != unk || e.saturating_sub(s) <= self.long_chars {
+                continue;
+            }
+            let (s, e) = (floor_char(text, s), floor_char(text, e));
+            if s < e && text[s..e].chars().count() > self.long_chars {
+                out.push(LongToken { index, start: s, end: e });
+            }
+        }
+        out
+    }
+
+    /// Pieces an over-long token counts as: one per started `long_chars` characters.
+    fn piece_count(&self, text: &str, l: &LongToken) -> usize {
+        text[l.start..l.end].chars().count().div_ceil(self.long_chars)
+    }
+
+    /// Byte offsets where the pieces of an over-long token start.
+    fn pieces<'a>(&self, text: &'a str, l: &LongToken) -> impl Iterator<Item = usize> + 'a {
+        let start = l.start;
+        text[l.start..l.end].char_indices().step_by(self.long_chars).map(move |(o, _)| start + o)
+    }
+}
+
+/// Token start offsets from HF's (bytes into `text` for the Rust API), kept monotone and on
+/// char boundaries (several tokens may share a start, e.g. byte-level BPE of one emoji); the
+/// cutter only needs places where a cut is allowed.
+fn monotone_starts(text: &str, offsets: &[(usize, usize)]) -> Vec<usize> {
+    let mut last = 0;
+    offsets
+        .iter()
+        .map(|&(s, _)| {
+            let x = floor_char(text, s.max(last));
+            last = x.max(last);
+            last
+        })
+        .collect()
+}
+
+fn floor_char(text: &str, i: usize) -> usize {
+    let mut x = i.min(text.len());
+    while !text.is_char_boundary(x) {
+        x -= 1;
+    }
+    x
+}
+
+/// The model's unknown token id and how many characters it may stand for in sizing (the
+/// module doc).
+fn unknown_token(t: &Tokenizer) -> (Option<u32>, usize) {
+    use tokenizers::ModelWrapper;
+    match t.get_model() {
+        ModelWrapper::WordPiece(m) => (t.token_to_id(&m.unk_token), m.max_input_chars_per_word.max(1)),
+        ModelWrapper::BPE(m) => (m.unk_token.as_ref().and_then(|u| t.token_to_id(u)), DEFAULT_LONG_CHARS),
+        ModelWrapper::WordLevel(m) => (t.token_to_id(&m.unk_token), DEFAULT_LONG_CHARS),
+        ModelWrapper::Unigram(m) => (unigram_unk_id(m), DEFAULT_LONG_CHARS),
+    }
+}
+
+/// The Unigram model's unknown token id, which the crate keeps private. Its serialisation
+/// writes `unk_id` before the vocabulary, so it is serialised into a writer that refuses
+/// more after the first bytes, rather than copying a 250k-piece vocabulary.
+fn unigram_unk_id(m: &tokenizers::models::unigram::Unigram) -> Option<u32> {
+    struct Head(Vec<u8>);
+    impl std::io::Write for Head {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            if self.0.len() > 256 {
+                return Err(std::io::Error::other("enough"));
+            }
+            self.0.extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut head = Head(Vec::new());
+    let _ = serde_json::to_writer(&mut head, m);
+    let head = String::from_utf8_lossy(&head.0);
+    let rest = &head[head.find("\"unk_id\":")? + "\"unk_id\":".len()..];
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tokenizer(model: &str) -> TextTokenizer {
+        let json = format!(
+            r#"{{"version":"1.0","truncation":null,"padding":null,"added_tokens":[],"normalizer":null,
+                "pre_tokenizer":{{"type":"Whitespace"}},"post_processor":null,"decoder":null,"model":{model}}}"#
+        );
+        TextTokenizer::new(json.parse().unwrap())
+    }
+
+    #[test]
+    fn other_models_unknown_tokens_are_split_at_100_characters() {
+        // WordLevel: any word not in the vocabulary is one unknown token.
+        let wl = tokenizer(r#"{"type":"WordLevel","vocab":{"[UNK]":0,"a":1},"unk_token":"[UNK]"}"#);
+        // Unigram fuses a run of unknown characters into one unknown token; its id is private
+        // to the crate and read from its serialisation.
+        let ug = tokenizer(
+            r#"{"type":"Unigram","unk_id":2,"vocab":[["a",-1.0],["b",-2.0],["<unk>",0.0]],"byte_fallback":false}"#,
+        );
+        assert_eq!(ug.unk, Some(2));
+        assert_eq!(wl.unk, Some(0));
+        let word = "z".repeat(250);
+        for t in [&wl, &ug] {
+            assert!(!t.has_fast_path());
+            assert_eq!(t.long_token_chars(), DEFAULT_LONG_CHARS);
+            assert_eq!(t.count(&word), 1);
+            assert_eq!(t.sizing_count(&word), 3);
+            assert_eq!(t.sizing_token_starts(&word), vec![0, 100, 200]);
+            assert_eq!(t.sizing_ids(&word), None);
+            let text = format!("a {word} a");
+            assert_eq!(t.sizing_count(&text), 5);
+            assert_eq!(t.sizing_token_starts(&text), vec![0, 2, 102, 202, 253]);
+            assert_eq!(t.sizing_ids("a a").map(|i| i.len()), Some(2));
         }
     }
 }

@@ -27,8 +27,8 @@ impl FixedChunker {
 }
 
 impl Chunker for FixedChunker {
-    fn name(&self) -> &'static str {
-        "fixed"
+    fn kind(&self) -> super::ChunkerKind {
+        super::ChunkerKind::Fixed
     }
 
     fn overlapping(&self) -> bool {
@@ -49,7 +49,7 @@ impl FixedChunker {
         }
         let sizer = self.sizer.as_ref();
         let k = self.opts.overlap;
-        let step = self.opts.cap() - k;
+        let step = self.opts.cap.limit() - k;
         let windows: Vec<Span> = cut(text, Span::new(0, text.len()), sizer, step, CutMode::Exact)
             .into_iter()
             .map(|p| p.span)
@@ -65,7 +65,7 @@ impl FixedChunker {
             let mut tokens = sizer.count(&text[w.start..end]);
             // The extension was measured on the next window alone; in context it can count
             // more. Give back tokens until the chunk fits.
-            while tokens > self.opts.cap() && end > w.end {
+            while tokens > self.opts.cap.limit() && end > w.end {
                 end = shrink_one_token(text, Span::new(next_start(&windows, i), end), sizer).max(w.end);
                 tokens = sizer.count(&text[w.start..end]);
             }

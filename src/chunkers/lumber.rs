@@ -39,12 +39,14 @@ use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
-use super::semantic::{exact_chunks, unit_texts, unit_window, ModelErrorPolicy};
+use super::batch::UnitBatch;
+use super::semantic::{exact_chunks, unit_cap, unit_texts, ModelErrorPolicy};
 use super::units::{paragraph_units, Units};
-use super::{ChunkOptions, Chunker};
+use super::{ChunkOptions, Chunker, ChunkerKind};
+use crate::cap::Cap;
 use crate::chunk::ChunkSpan;
 use crate::device::Compute;
-use crate::embed::{embed_texts, EmbedOptions, Embedder};
+use crate::embed::{EmbedOptions, Embedder};
 use crate::llm::{LlmClient, LlmCost, Message};
 use crate::rules::sizing;
 use crate::segment::Segmenter;
@@ -119,11 +121,15 @@ impl LumberChunker {
         params: LumberParams,
         guide: Option<Guide>,
     ) -> Self {
+        // θ larger than the cap is bounded by it: say so, rather than report a θ not used.
+        let theta = match opts.cap.get() {
+            Some(cap) if cap < params.theta => format!("θ {}, bounded by the cap to {cap}", params.theta),
+            _ => format!("θ {}", params.theta),
+        };
         let description = match &guide {
-            None => format!("lumber (θ {}) on {}", params.theta, llm.id()),
+            None => format!("lumber ({theta}) on {}", llm.id()),
             Some(g) => format!(
-                "lumber-guided (θ {}, {} seams per θ, {} groups per request) on {} with {}",
-                params.theta,
+                "lumber-guided ({theta}, {} seams per θ, {} groups per request) on {} with {}",
                 params.candidates,
                 params.groups,
                 llm.id(),
@@ -157,13 +163,16 @@ impl LumberChunker {
     }
 
     /// The group budget: θ, within the cap.
-    fn budget(&self) -> usize {
-        self.params.theta.min(self.opts.cap()).max(1)
+    fn budget(&self) -> Cap {
+        self.opts.cap.min(self.params.theta)
     }
 
     fn units(&self, text: &str) -> Units {
-        let window = self.guide.as_ref().map_or(usize::MAX, |g| unit_window(g.embedder.as_ref()));
-        paragraph_units(text, &self.segmenter, self.sizer.as_ref(), self.opts.cap().min(window))
+        let cap = match &self.guide {
+            Some(g) => unit_cap(self.opts.cap, g.embedder.as_ref()),
+            None => self.opts.cap,
+        };
+        paragraph_units(text, &self.segmenter, self.sizer.as_ref(), cap.limit())
     }
 
     /// Chunk one document whose units (and, guided, unit vectors) are known.
@@ -177,36 +186,40 @@ impl LumberChunker {
             (Some(g), Some(v)) => {
                 let band = similarity::band(v, g.embedder.dim(), 1, &g.compute)?;
                 let seam: Vec<f32> = (0..n).map(|i| if i == 0 { 0.0 } else { band.sim(i, i - 1) }).collect();
-                let chosen =
-                    guided_starts(&texts, &units.tokens, &seam, &self.params, self.budget(), &self.llm)?;
+                let chosen = guided_starts(
+                    &texts,
+                    &units.tokens,
+                    &seam,
+                    &self.params,
+                    self.budget().limit(),
+                    &self.llm,
+                )?;
                 (sizing::size(&chosen, &units.tokens, &seam, self.budget(), 0), seam)
             }
             _ => {
-                let starts =
-                    paper_starts(&texts, &units.tokens, self.budget(), self.params.attempts, &self.llm)?;
+                let starts = paper_starts(
+                    &texts,
+                    &units.tokens,
+                    self.budget().limit(),
+                    self.params.attempts,
+                    &self.llm,
+                )?;
                 // No band: a chunk the exact count puts over the cap is split at its middle unit.
                 let seam =
                     (0..n).map(|i| if i == 0 { 0.0 } else { -((i as f32) - n as f32 / 2.0).abs() }).collect();
                 (starts, seam)
             }
         };
-        Ok(exact_chunks(text, units, &starts, &seam, self.sizer.as_ref(), self.opts.cap()).spans)
-    }
-
-    fn embed(&self, all: &[&str]) -> Result<Vec<f32>> {
-        match &self.guide {
-            Some(g) => Ok(embed_texts(g.embedder.as_ref(), all, g.embed_opts)?.0.data),
-            None => Ok(Vec::new()),
-        }
+        Ok(exact_chunks(text, units, &starts, &seam, self.sizer.as_ref(), self.opts.cap).spans)
     }
 }
 
 impl Chunker for LumberChunker {
-    fn name(&self) -> &'static str {
+    fn kind(&self) -> ChunkerKind {
         if self.guide.is_some() {
-            "lumber-guided"
+            ChunkerKind::LumberGuided
         } else {
-            "lumber"
+            ChunkerKind::Lumber
         }
     }
 
@@ -218,22 +231,20 @@ impl Chunker for LumberChunker {
         self.chunk_batch(&[text]).pop().unwrap_or_else(|| Ok(Vec::new()))
     }
 
-    /// Units of every document (in parallel), one embedding pass over all of them (guided),
-    /// then the documents' LLM loops, as many at once as the backend takes requests.
+    /// Units of every document (in parallel), one embedding pass over all of them (guided:
+    /// the batch path's [`UnitBatch`], with its recovery when the pass fails), then the
+    /// documents' LLM loops, as many at once as the backend takes requests.
     fn chunk_batch(&self, texts: &[&str]) -> Vec<Result<Vec<ChunkSpan>>> {
         use rayon::prelude::*;
-        let units: Vec<Units> = texts.par_iter().map(|t| self.units(t)).collect();
-        let mut offsets = Vec::with_capacity(texts.len() + 1);
-        let mut all: Vec<&str> = Vec::new();
-        for (t, u) in texts.iter().zip(&units) {
-            offsets.push(all.len());
-            if self.guide.is_some() {
-                all.extend(unit_texts(t, u));
+        let (batch, units, vectors) = match &self.guide {
+            Some(g) => {
+                let mut b =
+                    UnitBatch::new(texts, |t| (self.units(t), Vec::new()), g.embedder.as_ref(), g.embed_opts);
+                let v = b.run(g.embedder.as_ref());
+                (Some(b), Vec::new(), v)
             }
-        }
-        offsets.push(all.len());
-        let vectors = self.embed(&all);
-        let dim = self.guide.as_ref().map_or(0, |g| g.embedder.dim());
+            None => (None, texts.par_iter().map(|t| self.units(t)).collect(), Ok(Vec::new())),
+        };
         let results: Mutex<Vec<Option<Result<Vec<ChunkSpan>>>>> =
             Mutex::new((0..texts.len()).map(|_| None).collect());
         let next = AtomicUsize::new(0);
@@ -242,12 +253,11 @@ impl Chunker for LumberChunker {
             if i >= texts.len() {
                 break;
             }
-            let r = match &vectors {
-                Ok(v) if self.guide.is_some() => {
-                    self.chunk_units(texts[i], &units[i], Some(&v[offsets[i] * dim..offsets[i + 1] * dim]))
-                }
-                Ok(_) => self.chunk_units(texts[i], &units[i], None),
-                Err(e) => Err(crate::Error::Compute(e.to_string())),
+            let r = match (&batch, &self.guide) {
+                (Some(b), Some(g)) => b
+                    .vectors_of(i, &vectors, texts[i], g.embedder.as_ref(), g.embed_opts)
+                    .and_then(|v| self.chunk_units(texts[i], &b.units[i], Some(&v))),
+                _ => self.chunk_units(texts[i], &units[i], None),
             };
             let r = r.or_else(|e| self.policy.apply(texts[i], e, &self.sizer, self.opts, &self.fallbacks));
             if let Ok(mut res) = results.lock() {

@@ -17,6 +17,7 @@
 //! assert!(chunks.iter().all(|c| c.tokens <= 8));
 //! ```
 
+pub mod batch;
 pub mod fixed;
 pub mod lumber;
 pub mod pack;
@@ -28,6 +29,9 @@ pub mod units;
 
 use std::sync::Arc;
 
+pub use batch::{DeviceTime, DocChunks, Pending};
+
+use crate::cap::Cap;
 use crate::chunk::ChunkSpan;
 use crate::sizer::Sizer;
 use crate::{Error, Result};
@@ -35,8 +39,8 @@ use crate::{Error, Result};
 /// Sizes every chunker honours.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ChunkOptions {
-    /// Hard cap on tokens per chunk; 0 means no cap.
-    pub max_tokens: usize,
+    /// Hard cap on tokens per chunk.
+    pub cap: Cap,
     /// Chunks under this many tokens are merged into a neighbour when the cap allows.
     pub min_tokens: usize,
     /// Tokens shared by consecutive chunks (fixed windows only).
@@ -44,9 +48,10 @@ pub struct ChunkOptions {
 }
 
 impl ChunkOptions {
+    /// A cap of `max_tokens` tokens (`0`: none), no minimum, no overlap.
     #[must_use]
     pub fn new(max_tokens: usize) -> Self {
-        Self { max_tokens, min_tokens: 0, overlap: 0 }
+        Self { cap: Cap::new(max_tokens), min_tokens: 0, overlap: 0 }
     }
 
     #[must_use]
@@ -61,36 +66,26 @@ impl ChunkOptions {
         self
     }
 
-    /// The cap as a number (`usize::MAX` when uncapped).
-    #[must_use]
-    pub fn cap(&self) -> usize {
-        if self.max_tokens == 0 {
-            usize::MAX
-        } else {
-            self.max_tokens
-        }
-    }
-
     pub(crate) fn validate(&self, kind: ChunkerKind) -> Result<()> {
-        if self.max_tokens != 0 && self.min_tokens > self.max_tokens {
-            return Err(Error::Config(format!(
-                "--min-tokens {} is larger than --max-tokens {}",
-                self.min_tokens, self.max_tokens
-            )));
+        if !self.cap.admits(self.min_tokens) {
+            return Err(Error::setting(
+                "min_tokens",
+                format!("{} is larger than the cap, max_tokens {}", self.min_tokens, self.cap),
+            ));
         }
         if self.overlap > 0 {
             if kind != ChunkerKind::Fixed {
-                return Err(Error::Config("--overlap is only supported by the fixed chunker".into()));
+                return Err(Error::setting("overlap", "is only supported by the fixed chunker"));
             }
-            if self.max_tokens == 0 || self.overlap >= self.max_tokens {
-                return Err(Error::Config(format!(
-                    "--overlap {} must be smaller than --max-tokens {}",
-                    self.overlap, self.max_tokens
-                )));
+            if self.cap.is_none() || self.overlap >= self.cap.limit() {
+                return Err(Error::setting(
+                    "overlap",
+                    format!("{} must be smaller than the cap, max_tokens {}", self.overlap, self.cap),
+                ));
             }
         }
-        if kind == ChunkerKind::Fixed && self.max_tokens == 0 {
-            return Err(Error::Config("the fixed chunker needs --max-tokens > 0".into()));
+        if kind == ChunkerKind::Fixed && self.cap.is_none() {
+            return Err(Error::setting("max_tokens", "the fixed chunker needs a cap (max_tokens > 0)"));
         }
         Ok(())
     }
@@ -98,6 +93,7 @@ impl ChunkOptions {
 
 /// The chunkers seamcut offers, as the CLI and chunker specs name them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum ChunkerKind {
     /// Fixed windows of `max_tokens` tokens, optionally overlapping.
@@ -188,8 +184,13 @@ impl std::str::FromStr for ChunkerKind {
 
 /// Turns one document's text into chunks.
 pub trait Chunker: Send + Sync {
-    /// The chunker's name as the CLI spells it.
-    fn name(&self) -> &'static str;
+    /// Which chunker this is.
+    fn kind(&self) -> ChunkerKind;
+
+    /// The chunker's name, as specs and the CLI spell it.
+    fn name(&self) -> &'static str {
+        self.kind().name()
+    }
 
     /// Chunk one document. An empty or whitespace-only text gives no chunks. Baselines
     /// never fail; an embedding chunker fails when its model does (see
@@ -200,11 +201,27 @@ pub trait Chunker: Send + Sync {
     fn chunk(&self, text: &str) -> Result<Vec<ChunkSpan>>;
 
     /// Chunk many documents; one result per document, in input order. The default runs
-    /// [`Self::chunk`] on each in parallel; embedding chunkers override it to embed all units
-    /// together.
+    /// [`Self::chunk`] on each in parallel; embedding chunkers run the batch path
+    /// ([`Self::prepare_batch`]) to embed all units together.
     fn chunk_batch(&self, texts: &[&str]) -> Vec<Result<Vec<ChunkSpan>>> {
         use rayon::prelude::*;
         texts.par_iter().with_max_len(1).map(|t| self.chunk(t)).collect()
+    }
+
+    /// The first stage of the batch path ([`batch`]): what can be done for `texts` before the
+    /// device's part. Chunkers without a model pass chunk here (the default:
+    /// [`Self::chunk_batch`]); embedding chunkers find and tokenize units. `mean_vectors`
+    /// asks for each chunk's vector as the mean of its unit vectors (chunkers with unit
+    /// vectors only; see [`Self::unit_model`]).
+    fn prepare_batch<'c>(&'c self, texts: &[&str], mean_vectors: bool) -> Pending<'c> {
+        let _ = mean_vectors;
+        Pending::done(self.chunk_batch(texts).into_iter().map(|r| r.map(DocChunks::spans)).collect())
+    }
+
+    /// The model whose unit vectors the chunker computes (the embedding chunkers), which mean
+    /// chunk vectors come from; `None` for chunkers without unit vectors.
+    fn unit_model(&self) -> Option<&Arc<dyn crate::embed::Embedder>> {
+        None
     }
 
     /// Whether consecutive chunks may overlap (only with fixed windows and `overlap > 0`).
@@ -212,8 +229,8 @@ pub trait Chunker: Send + Sync {
         false
     }
 
-    /// The embedding chunker's staged interface (units → vectors → band → starts → chunks),
-    /// which corpus jobs drive stage by stage; `None` for the baselines.
+    /// The embedding chunker's per-document steps (units → your vectors → band → starts →
+    /// chunks), for a caller that embeds elsewhere; `None` for the other chunkers.
     fn semantic(&self) -> Option<&semantic::SemanticChunker> {
         None
     }

@@ -24,8 +24,8 @@ impl ParagraphChunker {
 }
 
 impl Chunker for ParagraphChunker {
-    fn name(&self) -> &'static str {
-        "paragraph"
+    fn kind(&self) -> super::ChunkerKind {
+        super::ChunkerKind::Paragraph
     }
 
     fn chunk(&self, text: &str) -> crate::Result<Vec<ChunkSpan>> {
@@ -40,7 +40,7 @@ impl ParagraphChunker {
         if text.trim().is_empty() {
             return Vec::new();
         }
-        let cap = self.opts.cap();
+        let cap = self.opts.cap.limit();
         let units = sentence_units(text, &self.segmenter, self.sizer.as_ref(), cap);
         // A unit starts a paragraph when a paragraph's first byte lies in it. Units are
         // sentences (never crossing paragraphs) or pieces of one, so each paragraph start

@@ -141,8 +141,8 @@ impl RecursiveChunker {
 }
 
 impl Chunker for RecursiveChunker {
-    fn name(&self) -> &'static str {
-        "recursive"
+    fn kind(&self) -> super::ChunkerKind {
+        super::ChunkerKind::Recursive
     }
 
     fn chunk(&self, text: &str) -> crate::Result<Vec<ChunkSpan>> {
@@ -157,7 +157,7 @@ impl RecursiveChunker {
         if text.trim().is_empty() {
             return Vec::new();
         }
-        let cap = self.opts.cap();
+        let cap = self.opts.cap.limit();
         let whole = Span::new(0, text.len());
         let mut atoms = Atoms { spans: Vec::new(), counts: Vec::new(), barrier: Vec::new() };
         match self.count_if_fits(text, whole, cap) {

@@ -1,18 +1,25 @@
-//! Embedding-first chunkers: Max–Min, minima and breakpoints over one set of sentence
-//! vectors.
+//! Embedding-first chunkers: Max–Min, the global rule, minima and breakpoints over one set
+//! of unit vectors.
 //!
-//! For each document: sentences as size-capped units (each fits the model's window and the
-//! token cap) → one vector per unit ([`crate::embed`]) → a similarity band on the device
-//! ([`crate::similarity`]) → the rule ([`crate::rules`], a pure function) → the sizing pass
-//! (cap and minimum) → chunks with exact token counts. This module is the only chunker that
-//! touches a model; the rules it calls do not.
+//! For each document: paragraphs (or sentences) as size-capped units, each within the cap
+//! and the model's window ([`super::units`]) → one vector per unit ([`crate::embed`]) → a
+//! similarity band ([`crate::similarity`]; on a GPU computed there, [`crate::kernels`]) → the
+//! rule's chunk starts ([`crate::rules`], pure functions) → the sizing pass (cap and minimum,
+//! [`crate::rules::sizing`]) → chunks with exact token counts. Many documents go through as
+//! one batch ([`super::batch`]): their units share one embedding pass, and a document whose
+//! pass fails gets what [`ModelErrorPolicy`] says. This module is the only chunker that
+//! holds a model for its rules; the rules it calls do not.
 
 use std::sync::Arc;
 
+use rayon::prelude::*;
+
+use super::batch::{DeviceTime, DocChunks, Pending, UnitBatch};
 use super::pack::fill_sentence_counts;
 use super::units::{paragraph_units, paragraph_units_ids, sentence_units, spans_to_units, UnitIds, Units};
-use super::{ChunkOptions, Chunker};
+use super::{ChunkOptions, Chunker, ChunkerKind};
 use crate::band::Band;
+use crate::cap::Cap;
 use crate::chunk::ChunkSpan;
 use crate::device::Compute;
 use crate::embed::{embed_texts, EmbedOptions, Embedder};
@@ -29,6 +36,7 @@ use crate::span::trim;
 
 /// How a window of sentences is embedded for minima and breakpoints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum WindowMode {
     /// The mean of the sentences' vectors: no extra model calls.
@@ -41,6 +49,7 @@ pub enum WindowMode {
 /// What a document gets when its model pass fails (a device error, a model that cannot
 /// take its text): the caller's choice, counted in job summaries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum ModelErrorPolicy {
     /// Chunk it by sentence packing under the same cap and minimum, so no text is lost;
@@ -76,12 +85,15 @@ impl ModelErrorPolicy {
     }
 }
 
-/// The most tokens a unit may have to fit `embedder`'s window with its special tokens
-/// (`usize::MAX` when the model has no limit).
+/// The cap a unit must fit for `embedder`: `cap`, and the model's window less its special
+/// tokens where the model has one.
 #[must_use]
-pub fn unit_window(embedder: &dyn Embedder) -> usize {
+pub fn unit_cap(cap: Cap, embedder: &dyn Embedder) -> Cap {
     let (pre, post) = embedder.special_ids();
-    embedder.max_tokens().map_or(usize::MAX, |m| m.saturating_sub(pre.len() + post.len()).max(1))
+    match embedder.max_tokens() {
+        Some(m) => cap.min(m.saturating_sub(pre.len() + post.len())),
+        None => cap,
+    }
 }
 
 /// A boundary rule and its parameters.
@@ -94,13 +106,20 @@ pub enum Rule {
 }
 
 impl Rule {
-    fn name(&self) -> &'static str {
+    /// The chunker this rule makes.
+    #[must_use]
+    pub fn kind(&self) -> ChunkerKind {
         match self {
-            Self::MaxMin(_) => "maxmin",
-            Self::Global(_) => "global",
-            Self::Minima(..) => "minima",
-            Self::Breakpoint { .. } => "breakpoint",
+            Self::MaxMin(_) => ChunkerKind::Maxmin,
+            Self::Global(_) => ChunkerKind::Global,
+            Self::Minima(..) => ChunkerKind::Minima,
+            Self::Breakpoint { .. } => ChunkerKind::Breakpoint,
         }
+    }
+
+    /// Whether the rule reads nothing but the band (so the band can come from the device).
+    fn band_only(&self) -> bool {
+        matches!(self, Self::MaxMin(_) | Self::Global(_))
     }
 }
 
@@ -113,10 +132,10 @@ pub enum Splitter {
     Delimiters { min_bytes: usize },
     /// Whole paragraphs (blank-line separated) as the units; a paragraph over the cap or the
     /// model's window falls back to its sentences. The default: the rules then group the
-    /// author's paragraphs and never cut one that fits, which on the retrieval benchmark
-    /// turned Max–Min from 2–9 DCG@10 points below size-matched recursive splitting to
-    /// 0.5–5 points above it (benches/RESULTS.md). Text without blank lines, or whose
-    /// paragraphs are over the cap, gets sentence units as before.
+    /// author's paragraphs and never cut one that fits, which on the first retrieval
+    /// benchmark (two books) lifted Max–Min from 2–9 DCG@10 points below size-matched
+    /// recursive splitting (benches/RESULTS.md); on the broad benchmark it ties it. Text
+    /// without blank lines, or whose paragraphs are over the cap, gets sentence units.
     #[default]
     Paragraphs,
 }
@@ -124,10 +143,12 @@ pub enum Splitter {
 /// The longest chunk, in sentences, Max–Min may grow (the band's width).
 pub const MAX_CHUNK_SENTENCES: usize = 256;
 
-/// An embedding-first chunker: Max–Min, minima or breakpoints over unit vectors.
+/// An embedding-first chunker: Max–Min, the global rule, minima or breakpoints over unit
+/// vectors.
 ///
-/// [`Chunker::chunk`] runs every stage; a caller that embeds elsewhere (a GPU service,
-/// another process) or overlaps stages drives them one by one:
+/// [`Chunker::chunk`] and [`Chunker::chunk_batch`] run every stage through the batch path
+/// ([`Chunker::prepare_batch`], [`super::batch`]); a caller that embeds elsewhere (a GPU
+/// service, another process) drives the per-document steps one by one:
 ///
 /// 1. [`Self::units`]: the document's units (covering spans with token counts);
 /// 2. [`unit_texts`]: the text of each unit, what to embed;
@@ -173,16 +194,6 @@ pub struct SemanticChunks {
     pub unit_ranges: Vec<std::ops::Range<usize>>,
 }
 
-/// Append one document's unit ids (from [`SemanticChunker::units_with_ids`]) to `known`, the
-/// ids of every unit of a batch, aligned with its unit texts: `None`s where none were given.
-pub fn known_ids_for(known: &mut UnitIds, units: &Units, ids: UnitIds) {
-    if ids.len() == units.len() {
-        known.extend(ids);
-    } else {
-        known.extend(std::iter::repeat_n(None, units.len()));
-    }
-}
-
 /// The text of each unit, trimmed: what stage 3 embeds.
 #[must_use]
 pub fn unit_texts<'t>(text: &'t str, units: &Units) -> Vec<&'t str> {
@@ -200,7 +211,7 @@ pub fn exact_chunks(
     starts: &[usize],
     seam: &[f32],
     sizer: &dyn Sizer,
-    cap: usize,
+    cap: Cap,
 ) -> SemanticChunks {
     let n = units.len();
     let additive = sizer.additive_at_whitespace();
@@ -217,7 +228,7 @@ pub fn exact_chunks(
         } else {
             sizer.count(&text[start..end])
         };
-        if tokens > cap && b - a > 1 {
+        if !cap.admits(tokens) && b - a > 1 {
             let cut = (a + 1..b).min_by(|&x, &y| seam[x].total_cmp(&seam[y])).unwrap_or(a + 1);
             stack.push((cut, b));
             stack.push((a, cut));
@@ -239,7 +250,7 @@ impl SemanticChunker {
         rule: Rule,
         opts: ChunkOptions,
     ) -> Self {
-        let description = format!("{} on {}", rule.name(), embedder.describe());
+        let description = format!("{} on {}", rule.kind(), embedder.describe());
         Self {
             embedder,
             sizer,
@@ -251,7 +262,7 @@ impl SemanticChunker {
             policy: ModelErrorPolicy::default(),
             description,
             fallbacks: std::sync::atomic::AtomicU64::new(0),
-            device_bands: compute.device.is_cuda(),
+            device_bands: compute.bands_on_device(),
             compute,
             shared_tokenizer: false,
         }
@@ -282,7 +293,7 @@ impl SemanticChunker {
     /// that reads nothing but the band)?
     #[must_use]
     pub fn uses_device_bands(&self) -> bool {
-        self.device_bands && matches!(self.rule, Rule::MaxMin(_) | Rule::Global(_))
+        self.device_bands && self.rule.band_only()
     }
 
     /// Choose the sentence splitter.
@@ -324,8 +335,8 @@ impl SemanticChunker {
         &self.sizer
     }
 
-    /// Documents chunked by the sentence-packing fallback so far (through [`Chunker::chunk`]
-    /// and [`Chunker::chunk_batch`]).
+    /// Documents chunked by the sentence-packing fallback so far (by any path through this
+    /// chunker).
     #[must_use]
     pub fn fallbacks(&self) -> u64 {
         self.fallbacks.load(std::sync::atomic::Ordering::Relaxed)
@@ -345,13 +356,10 @@ impl SemanticChunker {
         let dim = self.embedder.dim();
         let n = tokens.len();
         Ok(match self.rule {
-            Rule::MaxMin(p) => {
-                let p = MaxMinParams { max_tokens: self.opts.max_tokens, ..p };
-                maxmin(band, tokens, &p)
-            }
+            Rule::MaxMin(p) => maxmin(band, tokens, self.opts.cap, &p),
             Rule::Global(p) => {
                 let prior = heading_prior(unit_texts, p.heading_weight);
-                global(band, tokens, &prior, &GlobalParams { max_tokens: self.opts.max_tokens, ..p })
+                global(band, tokens, self.opts.cap, &prior, &p)
             }
             Rule::Minima(p, mode) => {
                 let w = p.similarity_window;
@@ -385,7 +393,7 @@ impl SemanticChunker {
                     };
                     starts = skip_and_merge(&starts, &p, sim);
                 }
-                split_groups(&starts, tokens, p.chunk_size)
+                split_groups(&starts, tokens, self.opts.cap)
             }
             Rule::Breakpoint { params, buffer, window } => {
                 let distances = match window {
@@ -415,18 +423,13 @@ impl SemanticChunker {
     /// Stage 1: the document's units, each within the cap and the model's window.
     #[must_use]
     pub fn units(&self, text: &str) -> Units {
-        let cap = self.opts.cap();
-        let window = unit_window(self.embedder.as_ref());
+        let cap = unit_cap(self.opts.cap, self.embedder.as_ref()).limit();
         match self.splitter {
-            Splitter::Segmenter => {
-                sentence_units(text, &self.segmenter, self.sizer.as_ref(), cap.min(window))
-            }
-            Splitter::Paragraphs => {
-                paragraph_units(text, &self.segmenter, self.sizer.as_ref(), cap.min(window))
-            }
+            Splitter::Segmenter => sentence_units(text, &self.segmenter, self.sizer.as_ref(), cap),
+            Splitter::Paragraphs => paragraph_units(text, &self.segmenter, self.sizer.as_ref(), cap),
             Splitter::Delimiters { min_bytes } => {
                 let cover = delimiters::split(text, &delimiters::CHONKIE_DELIMITERS, min_bytes);
-                let mut u = spans_to_units(text, &cover, self.sizer.as_ref(), cap.min(window));
+                let mut u = spans_to_units(text, &cover, self.sizer.as_ref(), cap);
                 u.sentence_starts = cover.iter().map(|s| trim(text, *s).start).collect();
                 u
             }
@@ -440,22 +443,11 @@ impl SemanticChunker {
     pub fn units_with_ids(&self, text: &str) -> (Units, UnitIds) {
         match self.splitter {
             Splitter::Paragraphs if self.shared_tokenizer => {
-                let cap = self.opts.cap().min(unit_window(self.embedder.as_ref()));
+                let cap = unit_cap(self.opts.cap, self.embedder.as_ref()).limit();
                 paragraph_units_ids(text, &self.segmenter, self.sizer.as_ref(), cap, true)
             }
             _ => (self.units(text), Vec::new()),
         }
-    }
-
-    fn try_chunk(&self, text: &str) -> crate::Result<Vec<ChunkSpan>> {
-        if text.trim().is_empty() {
-            return Ok(Vec::new());
-        }
-        let (units, ids) = self.units_with_ids(text);
-        let model = self.embedder.as_ref();
-        let prepared = crate::embed::prepare_known(model, &unit_texts(text, &units), ids, self.embed_opts);
-        let vectors = crate::embed::run(model, &prepared)?.0.data;
-        Ok(self.chunk_with_vectors(text, &units, &vectors)?.spans)
     }
 
     /// Stage 4: everything after embedding (band, rule, sizing, exact counts) for one
@@ -495,7 +487,7 @@ impl SemanticChunker {
         let chunk = || {
             MAX_CHUNK_SENTENCES
                 .min(units.len().max(1))
-                .min(sizing::max_units(&units.tokens, self.opts.max_tokens))
+                .min(sizing::max_units(&units.tokens, self.opts.cap))
                 .max(1)
         };
         match self.rule {
@@ -508,16 +500,16 @@ impl SemanticChunker {
         }
     }
 
-    /// Stage 4 from a band computed elsewhere (the device path, [`Self::bands`]): for the rules
-    /// that read only the band.
+    /// Stage 4 from a band computed elsewhere (the device path, [`Self::bands_of`]): for the
+    /// rules that read only the band.
     ///
     /// # Errors
     /// If the rule needs the unit vectors too, or the band does not match the units.
     pub fn chunk_with_band(&self, text: &str, units: &Units, band: &Band) -> crate::Result<SemanticChunks> {
-        if !matches!(self.rule, Rule::MaxMin(_) | Rule::Global(_)) {
+        if !self.rule.band_only() {
             return Err(crate::Error::Config(format!(
                 "{} needs the unit vectors, not only the band",
-                self.rule.name()
+                self.rule.kind()
             )));
         }
         if band.len() != units.len() {
@@ -528,23 +520,6 @@ impl SemanticChunker {
             )));
         }
         self.chunks_from_band(text, units, &[], band)
-    }
-
-    /// Embed prepared units on the model's device and compute every document's band there in
-    /// one launch (document `d` owns units `offsets[d]..offsets[d+1]`); only the bands come
-    /// back. `None` when a unit spans several model windows (the host path handles those).
-    ///
-    /// # Errors
-    /// On a model or device failure.
-    pub fn bands(
-        &self,
-        prepared: &crate::embed::Prepared,
-        units: &[Units],
-    ) -> crate::Result<Option<Vec<Band>>> {
-        match crate::embed::run_tensor(self.embedder.as_ref(), prepared)? {
-            Some((vectors, _)) => self.bands_of(&vectors, units).map(Some),
-            None => Ok(None),
-        }
     }
 
     /// The bands of documents whose unit vectors are the rows of `vectors` (on any device),
@@ -568,7 +543,6 @@ impl SemanticChunker {
         vectors: &[f32],
         band: &Band,
     ) -> crate::Result<SemanticChunks> {
-        let cap = self.opts.cap();
         let n = units.len();
         if n == 0 {
             return Ok(SemanticChunks::default());
@@ -576,8 +550,8 @@ impl SemanticChunker {
         let unit_texts = unit_texts(text, units);
         let starts = self.starts(&unit_texts, &units.tokens, vectors, band)?;
         let seam: Vec<f32> = (0..n).map(|i| if i == 0 { 0.0 } else { band.sim(i, i - 1) }).collect();
-        let starts = sizing::size(&starts, &units.tokens, &seam, self.opts.max_tokens, self.opts.min_tokens);
-        Ok(exact_chunks(text, units, &starts, &seam, self.sizer.as_ref(), cap))
+        let starts = sizing::size(&starts, &units.tokens, &seam, self.opts.cap, self.opts.min_tokens);
+        Ok(exact_chunks(text, units, &starts, &seam, self.sizer.as_ref(), self.opts.cap))
     }
 
     /// The chunks a document gets when its model pass failed with `err`: sentence packing
@@ -590,52 +564,113 @@ impl SemanticChunker {
         self.policy.apply(text, err, &self.sizer, self.opts, &self.fallbacks)
     }
 
-    /// Chunk many documents with one embedding pass: the units of all of them are
-    /// batched together by token budget (so a GPU sees full batches even for short
-    /// documents), then each document's band, rule and sizing run in parallel.
-    fn try_chunk_batch(&self, texts: &[&str]) -> crate::Result<Vec<crate::Result<Vec<ChunkSpan>>>> {
-        use rayon::prelude::*;
-        let (units, ids): (Vec<Units>, Vec<UnitIds>) =
-            texts.par_iter().map(|t| self.units_with_ids(t)).unzip();
-        let mut all: Vec<&str> = Vec::new();
-        let mut known: UnitIds = Vec::new();
-        let mut offsets = Vec::with_capacity(texts.len());
-        for ((t, u), ids) in texts.iter().zip(&units).zip(ids) {
-            offsets.push(all.len());
-            all.extend(unit_texts(t, u));
-            known_ids_for(&mut known, u, ids);
-        }
-        let prepared = crate::embed::prepare_known(self.embedder.as_ref(), &all, known, self.embed_opts);
-        if self.uses_device_bands() {
-            if let Some(bands) = self.bands(&prepared, &units)? {
-                return Ok(texts
-                    .par_iter()
-                    .zip(&units)
-                    .zip(&bands)
-                    .map(|((t, u), b)| {
-                        self.chunk_with_band(t, u, b).map(|c| c.spans).or_else(|e| self.fallback(t, e))
-                    })
-                    .collect());
+    /// The prepare stage: every document's units, tokenized and planned for one embedding
+    /// pass (units of all documents batched together by token budget, so a GPU sees full
+    /// batches even for short documents).
+    fn prepare(&self, texts: &[&str], mean_vectors: bool) -> SemanticBatch {
+        let units =
+            UnitBatch::new(texts, |t| self.units_with_ids(t), self.embedder.as_ref(), self.embed_opts);
+        SemanticBatch { units, mean_vectors, embedded: None }
+    }
+
+    /// The device stage: the batch's unit vectors, or, where the rule reads only the band and
+    /// the unit vectors are not wanted on the host, every document's band computed where the
+    /// vectors are ([`Self::uses_device_bands`]).
+    pub(crate) fn embed_batch(&self, b: &mut SemanticBatch) -> DeviceTime {
+        let model = self.embedder.as_ref();
+        let mut time = DeviceTime::default();
+        if self.uses_device_bands() && !b.mean_vectors {
+            let bands = b.units.run_tensor(model).and_then(|v| {
+                let Some(v) = v else { return Ok(None) };
+                // The encoder's work is queued asynchronously: wait for it, so that the
+                // band's time is its own.
+                v.device().synchronize()?;
+                let t = std::time::Instant::now();
+                let bands = self.bands_of(&v, &b.units.units);
+                time.bands = t.elapsed().as_secs_f64();
+                bands.map(Some)
+            });
+            match bands {
+                Ok(Some(bands)) => {
+                    b.embedded = Some(Embedded::Bands(bands));
+                    return time;
+                }
+                // A failed device pass: recovered on the host, document by document.
+                Err(e) => {
+                    b.embedded = Some(Embedded::Vectors(Err(e)));
+                    return time;
+                }
+                // Not applicable (a unit spans several model windows): the host path.
+                Ok(None) => {}
             }
         }
-        let vectors = crate::embed::run(self.embedder.as_ref(), &prepared)?.0.data;
-        let dim = self.embedder.dim();
-        Ok(texts
+        b.embedded = Some(Embedded::Vectors(b.units.run(model)));
+        time
+    }
+
+    /// The finish stage: bands, rules, sizing and exact counts per document (in parallel),
+    /// mean chunk vectors when asked for, and [`ModelErrorPolicy`] for a document whose model
+    /// pass failed (its units are first embedded on their own when the batch's pass failed).
+    pub(crate) fn finish_batch(&self, texts: &[&str], b: SemanticBatch) -> Vec<crate::Result<DocChunks>> {
+        let SemanticBatch { units, mean_vectors, embedded } = b;
+        let embedded =
+            embedded.unwrap_or_else(|| Embedded::Vectors(Err(crate::Error::Internal("not embedded".into()))));
+        let model = self.embedder.as_ref();
+        let dim = model.dim();
+        texts
             .par_iter()
-            .zip(&units)
-            .zip(&offsets)
-            .map(|((t, u), &off)| {
-                self.chunk_with_vectors(t, u, &vectors[off * dim..(off + u.len()) * dim])
-                    .map(|c| c.spans)
-                    .or_else(|e| self.fallback(t, e))
+            .with_max_len(1)
+            .enumerate()
+            .map(|(d, text)| {
+                let u = &units.units[d];
+                let chunked = match &embedded {
+                    Embedded::Bands(bands) => {
+                        self.chunk_with_band(text, u, &bands[d]).map(|c| DocChunks::spans(c.spans))
+                    }
+                    Embedded::Vectors(all) => {
+                        units.vectors_of(d, all, text, model, self.embed_opts).and_then(|v| {
+                            let c = self.chunk_with_vectors(text, u, &v)?;
+                            let vectors =
+                                mean_vectors.then(|| crate::embed::mean_rows(&v, dim, &c.unit_ranges));
+                            Ok(DocChunks { spans: c.spans, vectors, fallback: None })
+                        })
+                    }
+                };
+                chunked.or_else(|e| {
+                    let why = e.to_string();
+                    self.fallback(text, e)
+                        .map(|spans| DocChunks { fallback: Some(why), ..DocChunks::spans(spans) })
+                })
             })
-            .collect())
+            .collect()
     }
 }
 
+/// An embedding chunker's batch between its stages (see [`super::batch`]).
+pub struct SemanticBatch {
+    units: UnitBatch,
+    /// Whether the finish stage forms each chunk's vector from its units' (mean).
+    mean_vectors: bool,
+    embedded: Option<Embedded>,
+}
+
+impl SemanticBatch {
+    /// Units in the batch.
+    #[must_use]
+    pub fn units(&self) -> usize {
+        self.units.total_units()
+    }
+}
+
+/// What the device stage leaves for the finish stage.
+enum Embedded {
+    Vectors(crate::Result<Vec<f32>>),
+    Bands(Vec<Band>),
+}
+
 impl Chunker for SemanticChunker {
-    fn name(&self) -> &'static str {
-        self.rule.name()
+    fn kind(&self) -> ChunkerKind {
+        self.rule.kind()
     }
 
     fn describe(&self) -> String {
@@ -646,15 +681,21 @@ impl Chunker for SemanticChunker {
         Some(self)
     }
 
+    fn unit_model(&self) -> Option<&Arc<dyn Embedder>> {
+        Some(&self.embedder)
+    }
+
+    fn prepare_batch<'c>(&'c self, texts: &[&str], mean_vectors: bool) -> Pending<'c> {
+        Pending::semantic(self, self.prepare(texts, mean_vectors))
+    }
+
     fn chunk_batch(&self, texts: &[&str]) -> Vec<crate::Result<Vec<ChunkSpan>>> {
-        match self.try_chunk_batch(texts) {
-            Ok(c) => c,
-            // Go document by document, so one bad document does not cost the batch.
-            Err(_) => texts.iter().map(|t| self.chunk(t)).collect(),
-        }
+        let mut pending = self.prepare_batch(texts, false);
+        pending.embed();
+        pending.finish(texts).into_iter().map(|r| r.map(|c| c.spans)).collect()
     }
 
     fn chunk(&self, text: &str) -> crate::Result<Vec<ChunkSpan>> {
-        self.try_chunk(text).or_else(|e| self.fallback(text, e))
+        self.chunk_batch(&[text]).pop().unwrap_or_else(|| Ok(Vec::new()))
     }
 }

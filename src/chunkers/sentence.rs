@@ -23,8 +23,8 @@ impl SentenceChunker {
 }
 
 impl Chunker for SentenceChunker {
-    fn name(&self) -> &'static str {
-        "sentence"
+    fn kind(&self) -> super::ChunkerKind {
+        super::ChunkerKind::Sentence
     }
 
     fn chunk(&self, text: &str) -> crate::Result<Vec<ChunkSpan>> {
@@ -39,7 +39,7 @@ impl SentenceChunker {
         if text.trim().is_empty() {
             return Vec::new();
         }
-        let cap = self.opts.cap();
+        let cap = self.opts.cap.limit();
         let units = sentence_units(text, &self.segmenter, self.sizer.as_ref(), cap);
         let chunks = pack(text, &units.spans, &units.tokens, |_| false, self.sizer.as_ref(), cap);
         let mut chunks = merge_small(text, chunks, self.sizer.as_ref(), self.opts.min_tokens, cap);

@@ -114,6 +114,7 @@ pub trait Embedder: Send + Sync {
 
 /// What to do with a text longer than the model's window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum LongInput {
     /// Keep the first window (as sentence-transformers does); counted in [`EmbedStats`].
     #[default]
@@ -398,6 +399,22 @@ pub fn normalize(v: &mut [f32]) {
             *x /= n;
         }
     }
+}
+
+/// The re-normalised mean of each range of rows of `vectors` (`dim` floats a row): one row
+/// per range, e.g. a chunk's vector from its units' vectors.
+#[must_use]
+pub fn mean_rows(vectors: &[f32], dim: usize, ranges: &[std::ops::Range<usize>]) -> Vec<f32> {
+    let mut out = vec![0f32; ranges.len() * dim];
+    for (row, r) in out.chunks_exact_mut(dim).zip(ranges) {
+        for u in r.clone() {
+            for (o, v) in row.iter_mut().zip(&vectors[u * dim..(u + 1) * dim]) {
+                *o += v;
+            }
+        }
+        normalize(row);
+    }
+    out
 }
 
 /// The JSON header of a safetensors file and the length of its data section, read without

@@ -5,6 +5,7 @@
 //! closest to the first embedding chunker's ([`super::retrieval::cap_for_mean`]): comparing
 //! chunkers at different sizes would measure size, not seams.
 
+use crate::cap::Cap;
 use crate::chunk::ChunkSpan;
 use crate::chunkers::ChunkerKind;
 use crate::eval::retrieval::{cap_for_mean, evaluate, Case, Question, Report, Retriever};
@@ -70,15 +71,16 @@ impl Plan {
         for (mut spec, label) in self.runs() {
             if spec.chunker.is_baseline() && self.match_size {
                 let t = target.ok_or_else(|| {
-                    Error::Config(
-                        "--match-size needs an embedding chunker (maxmin, minima, breakpoint)".into(),
+                    Error::setting(
+                        "match_size",
+                        "needs an embedding chunker (maxmin, minima, breakpoint, global)",
                     )
                 })?;
-                let hi = spec.max_tokens.max(8);
-                spec.max_tokens = cap_for_mean(t, 8, hi, |cap| {
-                    run(&ChunkerSpec { max_tokens: cap, ..spec.clone() })
+                let hi = spec.max_tokens.max_tokens().max(8);
+                spec.max_tokens = Cap::new(cap_for_mean(t, 8, hi, |cap| {
+                    run(&ChunkerSpec { max_tokens: Cap::new(cap), ..spec.clone() })
                         .map_or(f64::NAN, |r| mean_tokens(&r))
-                });
+                }));
             }
             let result = run(&spec)?;
             if !spec.chunker.is_baseline() && target.is_none() {
@@ -154,11 +156,10 @@ pub fn retrieval(
     sizer: &dyn Sizer,
 ) -> Result<Vec<Run<Report>>> {
     if documents.len() != questions.len() {
-        return Err(Error::Config(format!(
-            "{} --questions file(s) for {} document(s): give one per --document",
-            questions.len(),
-            documents.len()
-        )));
+        return Err(Error::setting(
+            "questions",
+            format!("{} file(s) for {} document(s): give one per document", questions.len(), documents.len()),
+        ));
     }
     // Per document: chunk texts and byte spans.
     type Chunked = Vec<(Vec<String>, Vec<(usize, usize)>)>;

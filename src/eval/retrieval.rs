@@ -296,10 +296,10 @@ pub fn evaluate_chunk_file(
         end: Option<usize>,
     }
     let [questions] = questions else {
-        return Err(crate::Error::Config(format!(
-            "{} --questions file(s) for one --chunks file: give one",
-            questions.len()
-        )));
+        return Err(crate::Error::setting(
+            "questions",
+            format!("{} file(s) for one chunks file: give one", questions.len()),
+        ));
     };
     let records: Vec<ChunkText> = read_jsonl(path, "a chunk needs a string \"text\"")?;
     let spans = records.iter().map_while(|r| Some((r.start?, r.end?))).collect();

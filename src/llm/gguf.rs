@@ -40,9 +40,12 @@ impl GgufChat {
     pub fn load(path: &Path, device: &Device) -> Result<Self> {
         let shown = path.display().to_string();
         let mut file = std::fs::File::open(path).map_err(|e| {
-            Error::Config(format!(
-                "--llm-model {shown}: {e} (without --llm-url the model is a GGUF file run in-process; models/fetch-gemma.sh fetches a small one)"
-            ))
+            Error::setting(
+                "llm.model",
+                format!(
+                    "{shown}: {e} (without llm.url the model is a GGUF file run in-process; models/fetch-gemma.sh fetches a small one)"
+                ),
+            )
         })?;
         let ct = gguf_file::Content::read(&mut file)
             .map_err(|e| Error::model(&shown, format!("not a GGUF file: {e}")))?;
@@ -54,7 +57,7 @@ impl GgufChat {
         if !arch.starts_with("gemma") {
             return Err(Error::model(
                 &shown,
-                format!("architecture {arch:?} is not supported in-process (Gemma only); serve it with llama.cpp or vLLM and use --llm-url"),
+                format!("architecture {arch:?} is not supported in-process (Gemma only); serve it with llama.cpp or vLLM and give its llm.url"),
             ));
         }
         let tokenizer = SpmTokenizer::from_gguf(&ct).map_err(|e| Error::model(&shown, e))?;
@@ -128,7 +131,7 @@ impl GgufChat {
 
     fn generate(&self, prompt: &[u32], req: &ChatRequest) -> candle_core::Result<Reply> {
         let mut model = self.weights.clone();
-        let temperature = (req.temperature > 0.0).then_some(f64::from(req.temperature));
+        let temperature = (req.temperature > 0.0).then_some(req.temperature);
         let mut sampler = LogitsProcessor::new(req.seed, temperature, None);
         let max_new = req.max_tokens.unwrap_or(DEFAULT_MAX_NEW_TOKENS) as usize;
         let mut out: Vec<u32> = Vec::new();

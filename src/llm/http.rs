@@ -56,14 +56,14 @@ impl OpenAiChat {
     /// A client for `spec.url` and `spec.model`; the key is read from `spec.api_key_env`.
     ///
     /// # Errors
-    /// [`Error::Config`] for a URL that is not http(s).
+    /// [`Error::Setting`] for a URL that is not http(s).
     pub fn new(spec: &LlmSpec) -> Result<Self> {
         let base = spec.url.trim_end_matches('/');
         if !(base.starts_with("http://") || base.starts_with("https://")) {
-            return Err(Error::Config(format!(
-                "--llm-url {:?}: expected an http:// or https:// URL",
-                spec.url
-            )));
+            return Err(Error::setting(
+                "llm.url",
+                format!("{:?}: expected an http:// or https:// URL", spec.url),
+            ));
         }
         let url = if base.ends_with("/chat/completions") {
             base.to_string()

@@ -43,7 +43,7 @@ impl Message {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ChatRequest {
     pub messages: Vec<Message>,
-    pub temperature: f32,
+    pub temperature: f64,
     /// Most tokens to generate; `None`: the server's default (HTTP) or 32 (in-process).
     pub max_tokens: Option<u32>,
     /// Sampling seed for in-process models (HTTP servers get none: the request stays the
@@ -160,7 +160,7 @@ struct Counters {
 pub struct LlmClient {
     backend: Box<dyn LlmBackend>,
     cache: Option<cache::AnswerCache>,
-    temperature: f32,
+    temperature: f64,
     max_tokens: Option<u32>,
     seed: u64,
     counters: Counters,
@@ -263,7 +263,7 @@ pub struct LlmSpec {
     /// The environment variable holding the API key (sent as a bearer token when set).
     pub api_key_env: String,
     /// Sampling temperature (the paper: 0.1).
-    pub temperature: f32,
+    pub temperature: f64,
     /// Most tokens to generate; unset: the server's default (in-process: 32).
     pub max_tokens: Option<u32>,
     /// Seconds before a request is abandoned (and retried).
@@ -320,21 +320,25 @@ impl LlmSpec {
     /// Connect to (or load) the model this spec names.
     ///
     /// # Errors
-    /// [`Error::Config`] when no model is named or settings are out of range; a GGUF load
+    /// [`Error::Setting`] when no model is named or settings are out of range; a GGUF load
     /// error; the cache file's I/O error.
     /// `compute` is where an in-process model runs (the spec's device; quantized models
     /// keep their own weight types).
     pub fn build(&self, compute: &crate::device::Compute) -> Result<Arc<LlmClient>> {
         if self.model.is_empty() {
-            return Err(Error::Config(
-                "the LLM chunkers need a model: --llm-url URL --llm-model NAME (an OpenAI-compatible server), or --llm-model FILE.gguf (run in-process)".into(),
+            return Err(Error::setting(
+                "llm.model",
+                "the LLM chunkers need one: a model name with llm.url (an OpenAI-compatible server), or a GGUF file (run in-process)",
             ));
         }
         if !(0.0..=2.0).contains(&self.temperature) || self.timeout_s.is_nan() || self.timeout_s <= 0.0 {
-            return Err(Error::Config(format!(
-                "llm: temperature must be in 0..=2 and timeout_s > 0 (got {} and {})",
-                self.temperature, self.timeout_s
-            )));
+            return Err(Error::setting(
+                "llm",
+                format!(
+                    "temperature must be in 0..=2 and timeout_s > 0 (got {} and {})",
+                    self.temperature, self.timeout_s
+                ),
+            ));
         }
         let backend: Box<dyn LlmBackend> = if self.url.is_empty() {
             Box::new(gguf::GgufChat::load(std::path::Path::new(&self.model), &compute.device)?)

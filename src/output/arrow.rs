@@ -13,6 +13,10 @@ use crate::chunk::ChunkSpan;
 use crate::corpus::Document;
 use crate::{Error, Result};
 
+/// Rows per record batch: what an [`ArrowSink`] hands its caller and the Parquet writer is
+/// given ([`super::parquet`]), so that batches (and files) depend only on the chunks.
+pub const BATCH_ROWS: usize = 4096;
+
 /// The schema of a chunk table: `doc_id, index, start, end, text, tokens, sentences`, the
 /// metadata fields (strings; JSON text for non-string values), and `embedding` (a
 /// fixed-size list of float32) when `dim` is given.
@@ -191,7 +195,7 @@ impl ArrowSink {
 impl ChunkSink for ArrowSink {
     fn write_doc(&mut self, doc: &Document, chunks: &[ChunkSpan], embeddings: Option<&[f32]>) -> Result<()> {
         self.builder.append_doc(doc, chunks, embeddings)?;
-        if self.builder.rows() >= super::parquet::BATCH_ROWS {
+        if self.builder.rows() >= BATCH_ROWS {
             self.batches.extend(self.builder.finish()?);
         }
         Ok(())

@@ -76,7 +76,7 @@ impl OutputFormat {
 /// A configuration error naming the first such field.
 pub fn check_meta_fields(fields: &[String]) -> Result<()> {
     if let Some(f) = fields.iter().find(|f| CHUNK_FIELDS.contains(&f.as_str()) || *f == "embedding") {
-        return Err(Error::Config(format!("--meta-field {f:?} is one of the chunk record's own fields")));
+        return Err(Error::setting("meta_fields", format!("{f:?} is one of the chunk record's own fields")));
     }
     Ok(())
 }

@@ -21,8 +21,8 @@ use crate::chunk::ChunkSpan;
 use crate::corpus::Document;
 use crate::{Error, Result};
 
-/// Rows per record batch handed to the writer.
-pub const BATCH_ROWS: usize = 4096;
+pub use super::arrow::BATCH_ROWS;
+
 /// Rows per row group (a multiple of [`BATCH_ROWS`]).
 pub const ROW_GROUP_ROWS: usize = 4 * BATCH_ROWS;
 

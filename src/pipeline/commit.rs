@@ -165,7 +165,7 @@ impl Committer {
         let manifest = if dir.is_dir() {
             if !resume {
                 return Err(Error::Config(format!(
-                    "{} holds an interrupted job's output: run the same command with --resume to continue it, or delete the folder",
+                    "{} holds an interrupted job's output: resume it (the same job with resume on), or delete the folder",
                     dir.display()
                 )));
             }
@@ -182,7 +182,7 @@ impl Committer {
                     })?;
                     if m.job != job {
                         return Err(Error::Config(format!(
-                            "{} was written by a different job (other inputs, settings or output); run that job's command with --resume, or delete the folder",
+                            "{} was written by a different job (other inputs, settings or output); resume that job, or delete the folder",
                             dir.display()
                         )));
                     }

@@ -18,6 +18,7 @@
 //! ([`OnError`]); model failures on one document fall back to sentence packing when the
 //! chunker's policy says so, and are counted.
 
+pub mod batch;
 pub mod commit;
 mod stages;
 
@@ -27,6 +28,7 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
+use crate::cap::Cap;
 use crate::chunkers::units::sentence_units;
 use crate::chunkers::Chunker;
 use crate::corpus::{Document, Documents, Input, ReadOptions};
@@ -38,10 +40,12 @@ use crate::span::trim;
 use crate::spec::ChunkerSpec;
 use crate::{Error, Result};
 
+pub use batch::{chunk_texts, VectorPlan};
 pub use commit::Totals;
 
 /// What to do with a document that cannot be chunked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum OnError {
     /// List it (with its location and why) in the errors file and go on.
     #[default]
@@ -52,6 +56,7 @@ pub enum OnError {
 
 /// Vectors written with each chunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum EmbeddingMode {
     /// The re-normalised mean of the chunk's unit vectors (embedding chunkers; no extra model
@@ -88,7 +93,7 @@ impl Shard {
     /// # Errors
     /// On anything else.
     pub fn parse(s: &str) -> Result<Self> {
-        let bad = || Error::Config(format!("--shard {s:?}: expected I/N with 0 <= I < N"));
+        let bad = || Error::setting("shard", format!("{s:?}: expected I/N with 0 <= I < N"));
         let (i, n) = s.split_once('/').ok_or_else(bad)?;
         let (index, count): (u64, u64) =
             (i.trim().parse().map_err(|_| bad())?, n.trim().parse().map_err(|_| bad())?);
@@ -226,17 +231,16 @@ pub struct JobStats {
 }
 
 impl JobStats {
-    /// One line for stderr.
+    /// One line for stderr; `what` names the records in the singular (`chunk`, `sentence`).
     #[must_use]
     pub fn summary(&self, what: &str) -> String {
         let t = &self.totals;
         let mb = t.bytes as f64 / 1e6;
         let mut s = format!(
-            "seamcut: {} documents, {} {what}, {:.1} MB, {} tokens in {:.2} s ({:.1} MB/s)",
-            t.documents,
-            t.chunks,
-            mb,
-            t.tokens,
+            "seamcut: {}, {}, {mb:.1} MB, {} in {:.2} s ({:.1} MB/s)",
+            plural(t.documents, "document"),
+            plural(t.chunks, what),
+            plural(t.tokens, "token"),
             self.seconds,
             mb / self.seconds.max(1e-9)
         );
@@ -255,15 +259,15 @@ impl JobStats {
         }
         if t.fallbacks > 0 {
             s.push_str(&format!(
-                "; {} document(s) chunked by sentence packing after a model error",
-                t.fallbacks
+                "; {} chunked by sentence packing after a model error",
+                plural(t.fallbacks, "document")
             ));
         }
         if t.skipped_total() > 0 {
             let kinds: Vec<String> = t.skipped.iter().map(|(k, n)| format!("{n} {k}")).collect();
             s.push_str(&format!(
-                "; skipped {} document(s) ({}): {}",
-                t.skipped_total(),
+                "; skipped {} ({}): {}",
+                plural(t.skipped_total(), "document"),
                 kinds.join(", "),
                 self.skipped_examples.join("; ")
             ));
@@ -283,6 +287,18 @@ impl JobStats {
             }
         }
         s
+    }
+}
+
+/// `n word`, with the word's plural (an `s`, or `es` after `ch`, `sh`, `s`, `x`) unless `n` is 1.
+#[must_use]
+pub fn plural(n: u64, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else if ["ch", "sh", "s", "x"].iter().any(|e| word.ends_with(e)) {
+        format!("{n} {word}es")
+    } else {
+        format!("{n} {word}s")
     }
 }
 
@@ -320,15 +336,7 @@ pub fn chunk_corpus(
     job: &Job<'_>,
     target: &Target,
 ) -> Result<JobStats> {
-    let mut opts = job.opts.clone();
-    opts.embeddings = opts.embeddings.map(|m| m.resolve(job.chunker.semantic().is_some()));
-    let job = Job {
-        chunker: job.chunker,
-        embedder: job.embedder.clone(),
-        fingerprint: job.fingerprint.clone(),
-        opts,
-    };
-    stages::run(docs, &job, target)
+    stages::run(docs, job, target)
 }
 
 /// A whole corpus job as one value: what the CLI's `seamcut chunk` (and a service or a
@@ -402,7 +410,7 @@ impl CorpusJob {
     ) -> Result<JobStats> {
         crate::output::check_meta_fields(&self.read.meta_fields)?;
         let embedder = match self.opts.embeddings {
-            Some(_) if chunker.semantic().is_none() => Some(self.spec.load_model()?.embedder.clone()),
+            Some(_) if chunker.unit_model().is_none() => Some(self.spec.load_model()?.embedder.clone()),
             _ => None,
         };
         let mut opts = self.opts.clone();
@@ -445,7 +453,7 @@ pub fn set_threads(n: usize) -> Result<()> {
 pub fn segment_corpus(
     docs: impl Iterator<Item = Result<Document>>,
     sizer: &dyn Sizer,
-    cap: usize,
+    cap: Cap,
     writer: &mut JsonlWriter,
 ) -> Result<JobStats> {
     let t0 = Instant::now();
@@ -463,7 +471,7 @@ pub fn segment_corpus(
         let results: Vec<_> = batch
             .par_iter()
             .with_max_len(1)
-            .map(|d| sentence_units(&d.text, &segmenter, sizer, cap))
+            .map(|d| sentence_units(&d.text, &segmenter, sizer, cap.limit()))
             .collect();
         for (doc, units) in batch.iter().zip(&results) {
             let mut index = 0;
@@ -483,6 +491,7 @@ pub fn segment_corpus(
             }
             totals.documents += 1;
             totals.bytes += doc.text.len() as u64;
+            totals.tokens += units.tokens.iter().map(|&t| t as u64).sum::<u64>();
         }
         totals.chunks = writer.written;
         batch.clear();

@@ -2,19 +2,14 @@
 //! See the module doc of [`super`] for the picture.
 
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
-use std::sync::Arc;
 use std::time::Instant;
 
-use rayon::prelude::*;
-
+use super::batch::{self, VectorPlan};
 use super::commit::{Committer, Totals};
-use super::{peak_rss, EmbeddingMode, Job, JobStats, OnError, StageSeconds, Target};
-use crate::band::Band;
+use super::{peak_rss, Job, JobStats, OnError, StageSeconds, Target};
 use crate::chunk::ChunkSpan;
-use crate::chunkers::semantic::{known_ids_for, unit_texts, SemanticChunker};
-use crate::chunkers::units::{UnitIds, Units};
+use crate::chunkers::{DocChunks, Pending};
 use crate::corpus::Document;
-use crate::embed::{self, EmbedOptions, Embedder};
 use crate::output::{ChunkSink, JsonlSink, JsonlWriter};
 use crate::{Error, Result};
 
@@ -30,39 +25,38 @@ struct Batch {
     bytes: u64,
 }
 
-/// What the prepare stage hands the device stage.
-enum Work {
-    /// Baselines: chunked already, one result per item.
-    Chunked(Vec<Result<Vec<ChunkSpan>>>),
-    /// Embedding chunkers: each document's units and where its vectors start, and the
-    /// batch's unit texts tokenized and planned.
-    Semantic { units: Vec<Units>, offsets: Vec<usize>, prepared: embed::Prepared },
+impl Batch {
+    /// The texts of the batch's documents (bad items have none), in order.
+    fn texts(&self) -> Vec<&str> {
+        self.items
+            .iter()
+            .filter_map(|it| match it {
+                Item::Doc(d) => Some(d.text.as_str()),
+                Item::Bad(_) => None,
+            })
+            .collect()
+    }
 }
 
-struct Staged {
+/// A batch between the prepare and finish stages.
+struct Staged<'c> {
     batch: Batch,
-    work: Work,
-    /// The batch's unit vectors, after the device stage.
-    vectors: Option<Result<Vec<f32>>>,
-    /// Or, on the device path ([`SemanticChunker::uses_device_bands`]), each document's band.
-    bands: Option<Result<Vec<Band>>>,
+    pending: Pending<'c>,
 }
 
 enum Outcome {
-    Chunks { spans: Vec<ChunkSpan>, embeddings: Option<Vec<f32>>, fallback: Option<String> },
+    Chunks(DocChunks),
     Failed(Error),
 }
 
 struct Finished {
     batch: Batch,
+    /// One per item.
     outcomes: Vec<Outcome>,
     units: u64,
 }
 
 type Msg<T> = Result<T>;
-
-/// A document's chunks, their vectors if computed, and the reason for a fallback if any.
-type DocResult = Result<(Vec<ChunkSpan>, Option<Vec<f32>>, Option<String>)>;
 
 /// Receive messages until the channel closes, passing errors on untouched, and add the
 /// busy time of `f` (not the waiting) to the stage's seconds.
@@ -80,6 +74,68 @@ fn stage<A, B>(rx: &Receiver<Msg<A>>, tx: &SyncSender<Msg<B>>, mut f: impl FnMut
     busy
 }
 
+/// Where the write stage puts a finished batch: a committed part of an output file, the
+/// caller's sink, or JSONL on stdout (or nowhere).
+enum Writer<'a> {
+    Commit(Committer),
+    Caller(std::sync::MutexGuard<'a, dyn ChunkSink + 'static>),
+    Stream(JsonlSink),
+}
+
+impl<'a> Writer<'a> {
+    fn open(target: &'a Target, job: &Job<'_>, dim: Option<usize>) -> Result<Self> {
+        let meta = job.opts.meta_fields.clone();
+        Ok(match target {
+            Target::Sink(s) => {
+                Self::Caller(s.lock().map_err(|_| Error::Internal("the caller's sink is poisoned".into()))?)
+            }
+            Target::File { path, format, resume } => {
+                Self::Commit(Committer::open(path, *format, meta, dim, job.fingerprint.clone(), *resume)?)
+            }
+            Target::Stdout if dim.is_some() => {
+                return Err(Error::setting("embeddings", "needs an output file (-o)"));
+            }
+            Target::Stdout => Self::Stream(JsonlSink::new(Box::new(std::io::stdout()), None, meta)),
+            Target::Discard => Self::Stream(JsonlSink::new(Box::new(std::io::sink()), None, meta)),
+        })
+    }
+
+    /// What a resumed job has committed already.
+    fn totals(&self) -> Totals {
+        match self {
+            Self::Commit(c) => c.totals().clone(),
+            _ => Totals::default(),
+        }
+    }
+
+    fn write(
+        &mut self,
+        f: Finished,
+        totals: &mut Totals,
+        stats: &mut JobStats,
+        on_error: OnError,
+    ) -> Result<()> {
+        match self {
+            Self::Commit(c) => {
+                let mut part = c.begin()?;
+                write_batch(f, &mut *part.sink, ErrorsTo::File(&mut part.errors), totals, stats, on_error)?;
+                c.commit(part, totals.clone())
+            }
+            Self::Caller(s) => write_batch(f, &mut **s, ErrorsTo::Stats, totals, stats, on_error),
+            Self::Stream(s) => write_batch(f, s, ErrorsTo::Stderr, totals, stats, on_error),
+        }
+    }
+
+    fn finish(self) -> Result<()> {
+        match self {
+            Self::Commit(c) => c.finish(),
+            Self::Caller(mut s) => s.finish(),
+            Self::Stream(mut s) => s.finish(),
+        }
+    }
+}
+
+/// The job: five stages on scoped threads, connected by bounded channels; wiring only.
 pub(super) fn run(
     docs: impl Iterator<Item = Result<Document>> + Send,
     job: &Job<'_>,
@@ -87,106 +143,39 @@ pub(super) fn run(
 ) -> Result<JobStats> {
     let t0 = Instant::now();
     let opts = &job.opts;
-    let semantic = job.chunker.semantic();
-    let embedder: Option<Arc<dyn Embedder>> =
-        job.embedder.clone().or_else(|| semantic.map(|s| s.embedder().clone()));
-    let dim = match opts.embeddings {
-        None => None,
-        Some(EmbeddingMode::Mean) if semantic.is_none() => {
-            return Err(Error::Config(format!(
-            "--embeddings mean needs an embedding chunker ({} has no unit vectors); use --embeddings reembed",
-            job.chunker.name()
-        )))
-        }
-        Some(_) => {
-            Some(embedder.as_ref().ok_or_else(|| Error::Config("--embeddings needs a model".into()))?.dim())
-        }
+    let plan = VectorPlan::new(job.chunker, opts.embeddings, job.embedder.clone(), opts.long)?;
+    let mut writer = Writer::open(target, job, plan.as_ref().map(VectorPlan::dim))?;
+    let mut totals = writer.totals();
+    let skip = match &writer {
+        Writer::Commit(c) if c.complete() => u64::MAX,
+        _ => totals.items,
     };
-    let mut committer = match target {
-        Target::Sink(_) => None,
-        Target::Stdout | Target::Discard => {
-            if dim.is_some() && matches!(target, Target::Stdout) {
-                return Err(Error::Config("--embeddings needs an output file (-o)".into()));
-            }
-            None
-        }
-        Target::File { path, format, resume } => Some(Committer::open(
-            path,
-            *format,
-            opts.meta_fields.clone(),
-            dim,
-            job.fingerprint.clone(),
-            *resume,
-        )?),
-    };
-    let mut totals = committer.as_ref().map(|c| c.totals().clone()).unwrap_or_default();
-    let skip = totals.items;
-    let done = committer.as_ref().is_some_and(Committer::complete);
-
     let depth = opts.channel_depth.max(1);
     let (tx_read, rx_read) = sync_channel::<Msg<Batch>>(depth);
-    let (tx_prep, rx_prep) = sync_channel::<Msg<Staged>>(depth);
-    let (tx_dev, rx_dev) = sync_channel::<Msg<Staged>>(depth);
+    let (tx_prep, rx_prep) = sync_channel::<Msg<Staged<'_>>>(depth);
+    let (tx_dev, rx_dev) = sync_channel::<Msg<Staged<'_>>>(depth);
     let (tx_fin, rx_fin) = sync_channel::<Msg<Finished>>(depth);
-    let sink: Box<dyn std::io::Write + Send> = if matches!(target, Target::Discard) {
-        Box::new(std::io::sink())
-    } else {
-        Box::new(std::io::stdout())
-    };
-    let mut stdout_sink = JsonlSink::new(sink, None, opts.meta_fields.clone());
-    let mut caller_sink = match target {
-        Target::Sink(s) => {
-            Some(s.lock().map_err(|_| Error::Internal("the caller's sink is poisoned".into()))?)
-        }
-        _ => None,
-    };
     let progress = progress_bar(opts.progress, opts.total_bytes);
     let mut stats = JobStats { chunker: job.chunker.describe(), ..JobStats::default() };
     let llm_before = job.chunker.llm_cost();
-
-    // Seconds the device stage spent on bands (device path only), out of its busy time.
-    let band_busy = std::sync::Mutex::new(0.0f64);
+    let plan = plan.as_ref();
+    let mut band_busy = 0.0;
     let result = std::thread::scope(|s| -> Result<()> {
-        let reader = s.spawn(move || read(docs, opts, if done { u64::MAX } else { skip }, &tx_read));
-        let prep = s.spawn(move || stage(&rx_read, &tx_prep, |b| Ok(prepare(job, semantic, b))));
-        let emb = embedder.clone();
-        // Rules that read only the band get it from the device, unless the unit vectors are
-        // wanted on the host anyway (`--embeddings mean`).
-        let device_bands =
-            semantic.filter(|sc| sc.uses_device_bands() && opts.embeddings != Some(EmbeddingMode::Mean));
-        let band_busy = &band_busy;
+        let reader = s.spawn(move || read(docs, opts, skip, &tx_read));
+        let prep = s.spawn(move || {
+            stage(&rx_read, &tx_prep, |batch| {
+                let pending = batch::prepare(job.chunker, &batch.texts(), plan);
+                Ok(Staged { batch, pending })
+            })
+        });
+        let band_busy = &mut band_busy;
         let dev = s.spawn(move || {
-            stage(&rx_prep, &tx_dev, |mut st: Staged| {
-                if let (Work::Semantic { prepared, units, .. }, Some(e)) = (&mut st.work, &emb) {
-                    let on_device = match device_bands {
-                        Some(sc) => embed::run_tensor(e.as_ref(), prepared).and_then(|v| {
-                            let Some((v, _)) = v else { return Ok(None) };
-                            // The encoder's work is queued asynchronously: wait for it, so
-                            // that the band's time is its own.
-                            v.device().synchronize()?;
-                            let t = Instant::now();
-                            let bands = sc.bands_of(&v, units);
-                            *band_busy.lock().unwrap_or_else(std::sync::PoisonError::into_inner) +=
-                                t.elapsed().as_secs_f64();
-                            bands.map(Some)
-                        }),
-                        None => Ok(None),
-                    };
-                    match on_device {
-                        Ok(Some(bands)) => st.bands = Some(Ok(bands)),
-                        Err(err) => st.bands = Some(Err(err)),
-                        // Not applicable (a unit spans several windows): the host path.
-                        Ok(None) => st.vectors = Some(embed::run(e.as_ref(), prepared).map(|(v, _)| v.data)),
-                    }
-                    // The token ids are done with: free them before the batch waits downstream.
-                    *prepared = embed::Prepared::default();
-                }
+            stage(&rx_prep, &tx_dev, |mut st: Staged<'_>| {
+                *band_busy += st.pending.embed().bands;
                 Ok(st)
             })
         });
-        let emb = embedder.clone();
-        let fin = s.spawn(move || stage(&rx_dev, &tx_fin, |st| finish(job, semantic, emb.as_deref(), st)));
-
+        let fin = s.spawn(move || stage(&rx_dev, &tx_fin, |st| finish(job, plan, st)));
         let mut write_busy = 0.0;
         let mut outcome = Ok(());
         for msg in &rx_fin {
@@ -194,33 +183,12 @@ pub(super) fn run(
             let r = msg.and_then(|f| {
                 stats.units += f.units;
                 let processed = f.batch.bytes;
-                match committer.as_mut() {
-                    Some(c) => {
-                        let mut part = c.begin()?;
-                        write_batch(
-                            f,
-                            &mut *part.sink,
-                            ErrorsTo::File(&mut part.errors),
-                            &mut totals,
-                            &mut stats,
-                            opts.on_error,
-                        )?;
-                        c.commit(part, totals.clone())
-                    }
-                    None => {
-                        let (sink, errors): (&mut dyn ChunkSink, _) = match caller_sink.as_deref_mut() {
-                            Some(s) => (s, ErrorsTo::Stats),
-                            None => (&mut stdout_sink, ErrorsTo::Stderr),
-                        };
-                        write_batch(f, sink, errors, &mut totals, &mut stats, opts.on_error)
-                    }
+                writer.write(f, &mut totals, &mut stats, opts.on_error)?;
+                if let Some(p) = &progress {
+                    p.inc(processed);
+                    p.set_message(format!("{} docs, {} chunks", totals.documents, totals.chunks));
                 }
-                .map(|()| {
-                    if let Some(p) = &progress {
-                        p.inc(processed);
-                        p.set_message(format!("{} docs, {} chunks", totals.documents, totals.chunks));
-                    }
-                })
+                Ok(())
             });
             write_busy += t.elapsed().as_secs_f64();
             if r.is_err() {
@@ -230,31 +198,19 @@ pub(super) fn run(
         }
         // Closing the last receiver stops the stages upstream at their next send.
         drop(rx_fin);
-        let read_busy = reader.join().map_err(|_| Error::Internal("the reader panicked".into()))?;
         let busy = |h: std::thread::ScopedJoinHandle<'_, f64>| {
             h.join().map_err(|_| Error::Internal("a stage panicked".into()))
         };
-        stats.stages = StageSeconds {
-            read: read_busy,
-            prepare: busy(prep)?,
-            device: busy(dev)?,
-            band: *band_busy.lock().unwrap_or_else(std::sync::PoisonError::into_inner),
-            finish: busy(fin)?,
-            write: write_busy,
-        };
+        let (read, prepare, device, finish) = (busy(reader)?, busy(prep)?, busy(dev)?, busy(fin)?);
+        stats.stages = StageSeconds { read, prepare, device, band: 0.0, finish, write: write_busy };
         outcome
     });
     if let Some(p) = &progress {
         p.finish_and_clear();
     }
     result?;
-    match committer {
-        Some(c) => c.finish()?,
-        None => match caller_sink.as_deref_mut() {
-            Some(s) => s.finish()?,
-            None => stdout_sink.finish()?,
-        },
-    }
+    writer.finish()?;
+    stats.stages.band = band_busy;
     stats.totals = totals;
     stats.seconds = t0.elapsed().as_secs_f64();
     stats.peak_rss = peak_rss();
@@ -342,196 +298,31 @@ fn read(
     busy
 }
 
-fn docs_of(batch: &Batch) -> impl Iterator<Item = (usize, &Document)> {
-    batch.items.iter().enumerate().filter_map(|(i, it)| match it {
-        Item::Doc(d) => Some((i, d)),
-        Item::Bad(_) => None,
-    })
-}
-
-/// The prepare stage: baselines chunk here; embedding chunkers find units and tokenize.
-fn prepare(job: &Job<'_>, semantic: Option<&SemanticChunker>, batch: Batch) -> Staged {
-    let Some(sc) = semantic else {
-        let texts: Vec<&str> = docs_of(&batch).map(|(_, d)| d.text.as_str()).collect();
-        let mut chunked = job.chunker.chunk_batch(&texts).into_iter();
-        let results = batch
-            .items
-            .iter()
-            .map(|it| match it {
-                Item::Doc(_) => {
-                    chunked.next().unwrap_or_else(|| Err(Error::Internal("a result per document".into())))
-                }
-                Item::Bad(_) => Ok(Vec::new()),
-            })
-            .collect();
-        return Staged { batch, work: Work::Chunked(results), vectors: None, bands: None };
-    };
-    // Units with the ids that counted them, where the sizer is the model's tokenizer: each
-    // unit is then tokenized once, not once to count and again to embed.
-    let (units, ids): (Vec<Units>, Vec<UnitIds>) = batch
-        .items
-        .par_iter()
-        .with_max_len(1)
-        .map(|it| match it {
-            Item::Doc(d) if !d.text.trim().is_empty() => sc.units_with_ids(&d.text),
-            _ => (Units::default(), Vec::new()),
-        })
-        .unzip();
-    let mut all: Vec<&str> = Vec::new();
-    let mut known: UnitIds = Vec::new();
-    let mut offsets = Vec::with_capacity(units.len());
-    for ((it, u), ids) in batch.items.iter().zip(&units).zip(ids) {
-        offsets.push(all.len());
-        if let Item::Doc(d) = it {
-            all.extend(unit_texts(&d.text, u));
-            known_ids_for(&mut known, u, ids);
-        }
-    }
-    let prepared = embed::prepare_known(sc.embedder().as_ref(), &all, known, sc.embed_options());
-    drop(all);
-    Staged { batch, work: Work::Semantic { units, offsets, prepared }, vectors: None, bands: None }
-}
-
-/// The finish stage: rules and sizing from the vectors, fallbacks, chunk embeddings and the
-/// invariant check.
-fn finish(
-    job: &Job<'_>,
-    semantic: Option<&SemanticChunker>,
-    embedder: Option<&dyn Embedder>,
-    st: Staged,
-) -> Result<Finished> {
-    let Staged { batch, work, vectors, bands } = st;
-    let mut units_total = 0;
-    // Per item: spans, unit vectors and unit ranges (for mean embeddings), fallback reason.
-    let mut results: Vec<DocResult> = match work {
-        Work::Chunked(r) => r.into_iter().map(|r| r.map(|s| (s, None, None))).collect(),
-        Work::Semantic { units, offsets, .. } => {
-            let sc =
-                semantic.ok_or_else(|| Error::Internal("semantic work without a semantic chunker".into()))?;
-            let dim = sc.embedder().dim();
-            units_total = units.iter().map(|u| u.len() as u64).sum();
-            let (bands, vectors) = match bands {
-                Some(Ok(b)) => (Some(b), Ok(Vec::new())),
-                Some(Err(e)) => (None, Err(e)),
-                None => (None, vectors.unwrap_or_else(|| Err(Error::Internal("no vectors".into())))),
-            };
-            let mean = job.opts.embeddings == Some(EmbeddingMode::Mean);
-            batch
-                .items
-                .par_iter()
-                .with_max_len(1)
-                .zip(&units)
-                .zip(&offsets)
-                .enumerate()
-                .map(|(i, ((it, u), &off))| {
-                    let Item::Doc(d) = it else { return Ok((Vec::new(), None, None)) };
-                    if let Some(b) = &bands {
-                        return match sc.chunk_with_band(&d.text, u, &b[i]) {
-                            Ok(c) => Ok((c.spans, None, None)),
-                            Err(e) => {
-                                let why = e.to_string();
-                                sc.fallback(&d.text, e).map(|s| (s, None, Some(why)))
-                            }
-                        };
-                    }
-                    // The batch's vectors, or this document's own pass when the batch failed
-                    // (so that one bad document does not cost the others).
-                    let own;
-                    let v: Result<&[f32]> = match &vectors {
-                        Ok(v) => Ok(&v[off * dim..(off + u.len()) * dim]),
-                        Err(_) => {
-                            own = embed::embed_texts(
-                                sc.embedder().as_ref(),
-                                &unit_texts(&d.text, u),
-                                sc.embed_options(),
-                            );
-                            own.as_ref()
-                                .map(|(e, _)| e.data.as_slice())
-                                .map_err(|e| Error::Compute(e.to_string()))
-                        }
-                    };
-                    match v.and_then(|v| sc.chunk_with_vectors(&d.text, u, v).map(|c| (c, v))) {
-                        Ok((c, v)) => {
-                            let emb = mean.then(|| mean_vectors(v, dim, &c.unit_ranges));
-                            Ok((c.spans, emb, None))
-                        }
-                        Err(e) => {
-                            let why = e.to_string();
-                            sc.fallback(&d.text, e).map(|s| (s, None, Some(why)))
-                        }
-                    }
-                })
-                .collect()
-        }
-    };
-    // Chunk vectors that still need the model: every chunk under `reembed`, fallback
-    // documents' chunks under `mean`.
-    if job.opts.embeddings.is_some() {
-        let model = embedder.ok_or_else(|| Error::Config("--embeddings needs a model".into()))?;
-        let want: Vec<usize> = results
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| matches!(r, Ok((s, None, _)) if !s.is_empty()))
-            .map(|(i, _)| i)
-            .collect();
-        let opts = EmbedOptions { long: job.opts.long, ..EmbedOptions::default() };
-        let texts_of = |i: usize| -> Vec<&str> {
-            match (&batch.items[i], &results[i]) {
-                (Item::Doc(d), Ok((s, _, _))) => s.iter().map(|c| &d.text[c.start..c.end]).collect(),
-                _ => Vec::new(),
-            }
-        };
-        let all: Vec<&str> = want.iter().flat_map(|&i| texts_of(i)).collect();
-        let whole = embed::embed_texts(model, &all, opts).map(|(e, _)| e.data);
-        let dim = model.dim();
-        let mut at = 0;
-        let mut fills = Vec::with_capacity(want.len());
-        for &i in &want {
-            let texts = texts_of(i);
-            let v = match &whole {
-                Ok(w) => Ok(w[at * dim..(at + texts.len()) * dim].to_vec()),
-                Err(_) => embed::embed_texts(model, &texts, opts).map(|(e, _)| e.data),
-            };
-            at += texts.len();
-            fills.push((i, v));
-        }
-        for (i, v) in fills {
-            let r = std::mem::replace(&mut results[i], Ok((Vec::new(), None, None)));
-            results[i] = match (r, v) {
-                (Ok((s, _, f)), Ok(v)) => Ok((s, Some(v), f)),
-                (Ok(_), Err(e)) => Err(e),
-                (Err(e), _) => Err(e),
-            };
-        }
-    }
+/// The finish stage: the chunker's last stage and the chunk vectors (the batch path), then
+/// the invariant check; one outcome per item.
+fn finish(job: &Job<'_>, plan: Option<&VectorPlan>, st: Staged<'_>) -> Result<Finished> {
+    let Staged { batch, pending } = st;
+    let units = pending.units() as u64;
+    let texts = batch.texts();
+    let mut results = batch::finish(pending, &texts, plan).into_iter();
+    drop(texts);
     let mut outcomes = Vec::with_capacity(batch.items.len());
-    for (it, r) in batch.items.iter().zip(results) {
-        outcomes.push(match (it, r) {
-            (Item::Bad(_), _) => Outcome::Failed(Error::Internal("unreachable".into())),
-            (Item::Doc(_), Err(e)) => Outcome::Failed(e),
-            (Item::Doc(d), Ok((spans, embeddings, fallback))) => {
-                if job.opts.check {
-                    check_chunks(d, &spans, job.chunker)?;
+    for it in &batch.items {
+        outcomes.push(match it {
+            Item::Bad(_) => Outcome::Failed(Error::Internal("a bad item has no outcome".into())),
+            Item::Doc(d) => match results.next() {
+                Some(Ok(c)) => {
+                    if job.opts.check {
+                        check_chunks(d, &c.spans, job.chunker)?;
+                    }
+                    Outcome::Chunks(c)
                 }
-                Outcome::Chunks { spans, embeddings, fallback }
-            }
+                Some(Err(e)) => Outcome::Failed(e),
+                None => Outcome::Failed(Error::Internal("a result per document".into())),
+            },
         });
     }
-    Ok(Finished { batch, outcomes, units: units_total })
-}
-
-/// The re-normalised mean of each chunk's unit vectors.
-fn mean_vectors(vectors: &[f32], dim: usize, ranges: &[std::ops::Range<usize>]) -> Vec<f32> {
-    let mut out = vec![0f32; ranges.len() * dim];
-    for (row, r) in out.chunks_exact_mut(dim).zip(ranges) {
-        for u in r.clone() {
-            for (o, v) in row.iter_mut().zip(&vectors[u * dim..(u + 1) * dim]) {
-                *o += v;
-            }
-        }
-        embed::normalize(row);
-    }
-    out
+    Ok(Finished { batch, outcomes, units })
 }
 
 fn check_chunks(doc: &Document, chunks: &[ChunkSpan], chunker: &dyn crate::chunkers::Chunker) -> Result<()> {
@@ -567,8 +358,8 @@ fn write_batch(
     let Finished { batch, outcomes, .. } = f;
     for (item, outcome) in batch.items.into_iter().zip(outcomes) {
         let (doc_id, err) = match (item, outcome) {
-            (Item::Doc(d), Outcome::Chunks { spans, embeddings, fallback }) => {
-                sink.write_doc(&d, &spans, embeddings.as_deref())?;
+            (Item::Doc(d), Outcome::Chunks(DocChunks { spans, vectors, fallback })) => {
+                sink.write_doc(&d, &spans, vectors.as_deref())?;
                 totals.documents += 1;
                 totals.chunks += spans.len() as u64;
                 totals.bytes += d.text.len() as u64;

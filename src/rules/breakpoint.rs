@@ -10,6 +10,7 @@
 use super::stats::{gradient, mean, percentile, std};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum ThresholdType {
     Percentile,

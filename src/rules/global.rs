@@ -39,12 +39,11 @@
 //! Pure: a band and token counts in, chunk starts out.
 
 use crate::band::Band;
+use crate::cap::Cap;
 
 /// Parameters of the global rule.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct GlobalParams {
-    /// Hard cap on a chunk's tokens (sum of its units'); 0 means none.
-    pub max_tokens: usize,
     /// The mean chunk size to aim for, in tokens; 0 means "no target": use `penalty`.
     pub target_tokens: usize,
     /// λ when there is no target.
@@ -65,7 +64,6 @@ pub struct GlobalParams {
 impl Default for GlobalParams {
     fn default() -> Self {
         Self {
-            max_tokens: 256,
             target_tokens: 192,
             penalty: 0.5,
             size_weight: 0.0,
@@ -158,8 +156,7 @@ pub fn depth_scores(band: &Band, block: usize) -> Vec<f64> {
 
 /// Units a chunk may hold: the band reaches `width` back, and no run of units from any
 /// start fits the cap past [`super::sizing::max_units`].
-fn max_units(band: &Band, tokens: &[usize], cap: usize) -> usize {
-    let cap = if cap == usize::MAX { 0 } else { cap };
+fn max_units(band: &Band, tokens: &[usize], cap: Cap) -> usize {
     super::sizing::max_units(tokens, cap).min(band.width() + 1).max(1)
 }
 
@@ -186,7 +183,7 @@ fn row_prefix(band: &Band, l: usize) -> Vec<f64> {
 pub fn segment(
     band: &Band,
     tokens: &[usize],
-    max_tokens: usize,
+    cap: Cap,
     lambda: f64,
     size: SizePrior,
     seam: &[f64],
@@ -195,10 +192,9 @@ pub fn segment(
     if n == 0 {
         return (Vec::new(), 0.0);
     }
-    let cap = if max_tokens == 0 { usize::MAX } else { max_tokens };
     let l = max_units(band, tokens, cap);
     let pre = row_prefix(band, l);
-    segment_with(&pre, l, tokens, cap, lambda, size, seam)
+    segment_with(&pre, l, tokens, cap.limit(), lambda, size, seam)
 }
 
 fn segment_with(
@@ -278,16 +274,15 @@ pub fn objective(
 /// (empty for none) is added to the bonus of a cut before unit `g`: seam evidence from
 /// outside the band, such as structure.
 #[must_use]
-pub fn global(band: &Band, tokens: &[usize], prior: &[f64], p: &GlobalParams) -> Vec<usize> {
+pub fn global(band: &Band, tokens: &[usize], cap: Cap, prior: &[f64], p: &GlobalParams) -> Vec<usize> {
     let n = tokens.len();
     if n == 0 {
         return Vec::new();
     }
-    let cap = if p.max_tokens == 0 { usize::MAX } else { p.max_tokens };
     let l = max_units(band, tokens, cap);
     let pre = row_prefix(band, l);
     // The prior's target: the size asked for, else the cap; neither, no prior.
-    let size = match if p.target_tokens > 0 { p.target_tokens } else { p.max_tokens } {
+    let size = match if p.target_tokens > 0 { p.target_tokens } else { cap.max_tokens() } {
         0 => SizePrior::NONE,
         t => SizePrior { target: t as f64, weight: p.size_weight },
     };
@@ -303,7 +298,7 @@ pub fn global(band: &Band, tokens: &[usize], prior: &[f64], p: &GlobalParams) ->
         }
     }
     if p.target_tokens == 0 {
-        return segment_with(&pre, l, tokens, cap, p.penalty, size, &seam).0;
+        return segment_with(&pre, l, tokens, cap.limit(), p.penalty, size, &seam).0;
     }
     let total: usize = tokens.iter().sum();
     let want = (total as f64 / p.target_tokens as f64).round().max(1.0);
@@ -314,11 +309,11 @@ pub fn global(band: &Band, tokens: &[usize], prior: &[f64], p: &GlobalParams) ->
     let top = seam.iter().copied().fold(0f64, f64::max);
     let bottom = seam.iter().copied().fold(0f64, f64::min);
     let (mut lo, mut hi) = (bottom, n as f64 + 1.0 + size.cost(total).max(size.cost(0)) + top);
-    let mut pick = segment_with(&pre, l, tokens, cap, hi, size, &seam).0;
+    let mut pick = segment_with(&pre, l, tokens, cap.limit(), hi, size, &seam).0;
     let score = |s: &[usize]| (s.len() as f64 - want).abs();
     for _ in 0..40 {
         let mid = 0.5 * (lo + hi);
-        let s = segment_with(&pre, l, tokens, cap, mid, size, &seam).0;
+        let s = segment_with(&pre, l, tokens, cap.limit(), mid, size, &seam).0;
         let better = score(&s) < score(&pick) || (score(&s) == score(&pick) && s.len() < pick.len());
         if s.len() as f64 > want {
             lo = mid;
@@ -386,16 +381,15 @@ mod tests {
             } else {
                 Vec::new()
             };
-            let (starts, value) = segment(&band, &tokens, cap, lambda, size, &seam);
+            let (starts, value) = segment(&band, &tokens, Cap::new(cap), lambda, size, &seam);
             assert!((objective(&band, &tokens, &starts, lambda, size, &seam) - value).abs() < 1e-9);
-            let capped = if cap == 0 { usize::MAX } else { cap };
             let mut best = f64::NEG_INFINITY;
             for mask in 0u32..(1 << (n - 1)) {
                 let s: Vec<usize> =
                     std::iter::once(0).chain((1..n).filter(|&i| mask & (1 << (i - 1)) != 0)).collect();
                 let fits = (0..s.len()).all(|k| {
                     let (a, b) = (s[k], s.get(k + 1).copied().unwrap_or(n));
-                    b - a == 1 || tokens[a..b].iter().sum::<usize>() <= capped
+                    b - a == 1 || Cap::new(cap).admits(tokens[a..b].iter().sum::<usize>())
                 });
                 if fits {
                     best = best.max(objective(&band, &tokens, &s, lambda, size, &seam));
@@ -412,7 +406,6 @@ mod tests {
             let (band, tokens) = random_case(&mut seed, n);
             for target in [0, 4, 12, 40] {
                 let p = GlobalParams {
-                    max_tokens: 24,
                     target_tokens: target,
                     penalty: 0.3,
                     size_weight: 1.0,
@@ -420,7 +413,7 @@ mod tests {
                     block: 2,
                     heading_weight: 0.0,
                 };
-                let s = global(&band, &tokens, &[], &p);
+                let s = global(&band, &tokens, Cap::new(24), &[], &p);
                 assert_eq!(s[0], 0);
                 assert!(s.windows(2).all(|w| w[0] < w[1]) && *s.last().unwrap() < n);
                 for k in 0..s.len() {
@@ -435,22 +428,18 @@ mod tests {
         let s = global(
             &band,
             &[10; 10],
+            Cap::NONE,
             &[],
-            &GlobalParams { max_tokens: 0, target_tokens: 50, penalty: 0.0, ..GlobalParams::default() },
+            &GlobalParams { target_tokens: 50, penalty: 0.0, ..GlobalParams::default() },
         );
         assert_eq!(s, vec![0, 6]);
         // A strong size prior with a target of half the text moves the cut to the middle.
         let s = global(
             &band,
             &[10; 10],
+            Cap::NONE,
             &[],
-            &GlobalParams {
-                max_tokens: 0,
-                target_tokens: 50,
-                penalty: 0.0,
-                size_weight: 100.0,
-                ..GlobalParams::default()
-            },
+            &GlobalParams { target_tokens: 50, penalty: 0.0, size_weight: 100.0, ..GlobalParams::default() },
         );
         assert_eq!(s, vec![0, 5]);
     }
@@ -464,13 +453,9 @@ mod tests {
             let s = global(
                 &band,
                 &tokens,
+                Cap::NONE,
                 &[],
-                &GlobalParams {
-                    max_tokens: 0,
-                    target_tokens: target,
-                    penalty: 0.0,
-                    ..GlobalParams::default()
-                },
+                &GlobalParams { target_tokens: target, penalty: 0.0, ..GlobalParams::default() },
             );
             let want = (total as f64 / target as f64).round();
             assert!(
@@ -486,14 +471,9 @@ mod tests {
         let mut seed = 5;
         let (band, tokens) = random_case(&mut seed, 300);
         let spread = |w: f64| {
-            let p = GlobalParams {
-                max_tokens: 40,
-                target_tokens: 20,
-                penalty: 0.0,
-                size_weight: w,
-                ..GlobalParams::default()
-            };
-            let s = global(&band, &tokens, &[], &p);
+            let p =
+                GlobalParams { target_tokens: 20, penalty: 0.0, size_weight: w, ..GlobalParams::default() };
+            let s = global(&band, &tokens, Cap::new(40), &[], &p);
             let sizes: Vec<f64> = (0..s.len())
                 .map(|k| tokens[s[k]..s.get(k + 1).copied().unwrap_or(300)].iter().sum::<usize>() as f64)
                 .collect();
@@ -538,7 +518,6 @@ mod tests {
         let v: Vec<f32> = (0..12).flat_map(|i| if i < 4 { [1.0, 0.0] } else { [0.6, 0.8] }).collect();
         let band = Band::from_vectors(&v, 2, 11);
         let p = GlobalParams {
-            max_tokens: 0,
             target_tokens: 60,
             penalty: 0.0,
             size_weight: 50.0,
@@ -546,8 +525,11 @@ mod tests {
             block: 2,
             heading_weight: 0.0,
         };
-        assert_eq!(global(&band, &[10; 12], &[], &p), vec![0, 6]);
-        assert_eq!(global(&band, &[10; 12], &[], &GlobalParams { depth_weight: 100.0, ..p }), vec![0, 4]);
+        assert_eq!(global(&band, &[10; 12], Cap::NONE, &[], &p), vec![0, 6]);
+        assert_eq!(
+            global(&band, &[10; 12], Cap::NONE, &[], &GlobalParams { depth_weight: 100.0, ..p }),
+            vec![0, 4]
+        );
     }
 
     #[test]
@@ -555,16 +537,16 @@ mod tests {
         // Uniform vectors: coherence is indifferent to where the one cut goes (ties go early).
         let v: Vec<f32> = (0..10).flat_map(|_| [1.0, 0.0]).collect();
         let band = Band::from_vectors(&v, 2, 9);
-        let p = GlobalParams { max_tokens: 70, target_tokens: 50, penalty: 0.0, ..GlobalParams::default() };
-        let plain = global(&band, &[10; 10], &[], &p);
+        let p = GlobalParams { target_tokens: 50, penalty: 0.0, ..GlobalParams::default() };
+        let plain = global(&band, &[10; 10], Cap::new(70), &[], &p);
         assert_eq!(plain.len(), 2);
         let mut prior = vec![0.0; 10];
         prior[7] = 1.0;
-        assert_eq!(global(&band, &[10; 10], &prior, &p), vec![0, 7]);
+        assert_eq!(global(&band, &[10; 10], Cap::new(70), &prior, &p), vec![0, 7]);
         // Against a cut at 3, 4, 5 and 6: the cap (7 units) leaves only 7 … 3; 7 wins.
         let mut prior = vec![0.0; 10];
         prior[3..7].fill(-1.0);
-        assert_eq!(global(&band, &[10; 10], &prior, &p), vec![0, 7]);
+        assert_eq!(global(&band, &[10; 10], Cap::new(70), &prior, &p), vec![0, 7]);
     }
 
     /// Hearst's climb, one gap at a time (the definition the one-pass version must equal).
@@ -618,12 +600,13 @@ mod tests {
                 assert!(d.iter().zip(&want).all(|(x, y)| (x - y).abs() < 1e-12), "n {n} block {block}");
             }
         }
-        // A long flat document (identical units): all depths 0, in linear time.
+        // A long flat document (identical units): all depths 0 (in linear time: a quadratic
+        // climb shows as a test that takes minutes; the time is measured, not asserted, by
+        // `cargo bench --bench rules -- worst_cases`).
         let v: Vec<f32> = (0..200_000).flat_map(|_| [1.0f32, 0.0]).collect();
         let band = Band::from_vectors(&v, 2, 3);
-        let t = std::time::Instant::now();
+        // A quadratic climb shows as a hang here; measured: `cargo bench --bench rules -- worst_cases`.
         assert!(depth_scores(&band, 2).iter().all(|&x| x.abs() < 1e-9));
-        assert!(t.elapsed().as_secs_f64() < 5.0, "{:?}", t.elapsed());
         // No look-back at all: no scores, no panic.
         assert_eq!(depth_scores(&Band::from_parts(3, 0, Vec::new()), 2), vec![0.0; 3]);
     }

@@ -15,10 +15,11 @@
 //! ```
 //!
 //! Product extensions, all off by default so the reference result is unchanged: a hard
-//! token cap (`max_tokens`), and the band's width as the longest chunk in sentences (a
+//! token cap ([`Cap`], none in the reference), and the band's width as the longest chunk in sentences (a
 //! chunk that reaches it is closed; with a full band, `width >= n`, it never binds).
 
 use crate::band::Band;
+use crate::cap::Cap;
 
 /// Max–Min parameters; the defaults are the paper's (tuned for bge-base-en-v1.5).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -26,13 +27,11 @@ pub struct MaxMinParams {
     pub c: f64,
     pub hard_thr: f64,
     pub init_const: f64,
-    /// Hard cap on tokens per chunk; 0 means none (the reference has none).
-    pub max_tokens: usize,
 }
 
 impl Default for MaxMinParams {
     fn default() -> Self {
-        Self { c: 0.9, hard_thr: 0.6, init_const: 1.5, max_tokens: 0 }
+        Self { c: 0.9, hard_thr: 0.6, init_const: 1.5 }
     }
 }
 
@@ -42,14 +41,15 @@ fn sigmoid(x: f64) -> f64 {
 }
 
 /// Chunk starts (sentence indices, first 0) for a document of `band.len()` sentences.
-/// `tokens[i]` is sentence `i`'s token count (only read when `max_tokens > 0`).
+/// `tokens[i]` is sentence `i`'s token count (only read under a cap); no chunk grows past
+/// `cap` tokens.
 #[must_use]
-pub fn maxmin(band: &Band, tokens: &[usize], p: &MaxMinParams) -> Vec<usize> {
+pub fn maxmin(band: &Band, tokens: &[usize], cap: Cap, p: &MaxMinParams) -> Vec<usize> {
     let n = band.len();
     if n == 0 {
         return Vec::new();
     }
-    let cap = if p.max_tokens == 0 { usize::MAX } else { p.max_tokens };
+    let cap = cap.limit();
     let mut starts = vec![0];
     let mut start = 0;
     let mut pairwise_min = f64::NEG_INFINITY;
@@ -98,10 +98,9 @@ mod tests {
         let band = Band::from_fn(4, 3, |i, j| sims[i][i - 1 - j]);
         // i=2: |C|=2, adjusted = 0.5·0.9·σ(1) = 0.329; max(0.8, 0.7) = 0.8 > 0.6 → join.
         // i=3: |C|=3, adjusted = 0.5·0.9·σ(2) = 0.396; max = 0.2 ≤ 0.6 → new chunk.
-        assert_eq!(maxmin(&band, &[1; 4], &MaxMinParams::default()), vec![0, 3]);
+        assert_eq!(maxmin(&band, &[1; 4], Cap::NONE, &MaxMinParams::default()), vec![0, 3]);
         // A cap of 2 tokens closes the first chunk after two sentences.
-        let p = MaxMinParams { max_tokens: 2, ..MaxMinParams::default() };
-        assert_eq!(maxmin(&band, &[1; 4], &p), vec![0, 2, 3]);
-        assert!(maxmin(&Band::from_fn(0, 3, |_, _| 0.0), &[], &MaxMinParams::default()).is_empty());
+        assert_eq!(maxmin(&band, &[1; 4], Cap::new(2), &MaxMinParams::default()), vec![0, 2, 3]);
+        assert!(maxmin(&Band::from_fn(0, 3, |_, _| 0.0), &[], Cap::NONE, &MaxMinParams::default()).is_empty());
     }
 }

@@ -9,10 +9,11 @@
 //! 4. keep candidates at or below the `threshold` percentile of the candidate values, at
 //!    least `min_sentences` apart; a kept index `i` starts a chunk at sentence `i + W`;
 //! 5. optionally merge groups whose similarity reaches `threshold` within `skip_window`;
-//! 6. greedily re-split any group over `chunk_size` tokens.
+//! 6. greedily re-split any group over the cap (chonkie's `chunk_size`) tokens.
 
 use super::savgol::local_minima;
 use super::stats::percentile;
+use crate::cap::Cap;
 
 /// chonkie's defaults.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -25,8 +26,6 @@ pub struct MinimaParams {
     pub filter_window: usize,
     pub filter_polyorder: usize,
     pub filter_tolerance: f64,
-    /// Tokens per chunk; groups above are re-split greedily. 0 means no limit.
-    pub chunk_size: usize,
     pub skip_window: usize,
 }
 
@@ -39,7 +38,6 @@ impl Default for MinimaParams {
             filter_window: 5,
             filter_polyorder: 3,
             filter_tolerance: 0.2,
-            chunk_size: 2048,
             skip_window: 0,
         }
     }
@@ -108,11 +106,12 @@ pub fn skip_and_merge(
     out
 }
 
-/// chonkie's `_split_groups`: re-split groups over `chunk_size` tokens greedily.
+/// chonkie's `_split_groups`: re-split groups over the cap (chonkie's `chunk_size`, 2048 by
+/// default there) greedily.
 #[must_use]
-pub fn split_groups(starts: &[usize], tokens: &[usize], chunk_size: usize) -> Vec<usize> {
+pub fn split_groups(starts: &[usize], tokens: &[usize], cap: Cap) -> Vec<usize> {
     let n = tokens.len();
-    let cap = if chunk_size == 0 { usize::MAX } else { chunk_size };
+    let cap = cap.limit();
     let mut out = Vec::with_capacity(starts.len());
     for (k, &s) in starts.iter().enumerate() {
         let e = starts.get(k + 1).copied().unwrap_or(n);
@@ -142,9 +141,9 @@ pub fn split_groups(starts: &[usize], tokens: &[usize], chunk_size: usize) -> Ve
 
 /// The whole rule without the skip-window merge: chunk starts for `n` sentences.
 #[must_use]
-pub fn minima(sims: &[f64], tokens: &[usize], p: &MinimaParams) -> Vec<usize> {
+pub fn minima(sims: &[f64], tokens: &[usize], cap: Cap, p: &MinimaParams) -> Vec<usize> {
     let starts = split_starts(tokens.len(), sims, p);
-    split_groups(&starts, tokens, p.chunk_size)
+    split_groups(&starts, tokens, cap)
 }
 
 #[cfg(test)]
@@ -154,9 +153,9 @@ mod tests {
     #[test]
     fn too_few_sentences_or_points_give_one_chunk() {
         let p = MinimaParams::default();
-        assert_eq!(minima(&[], &[1, 1, 1], &p), vec![0]);
-        assert_eq!(minima(&[0.5, 0.4, 0.3], &[1; 6], &p), vec![0]);
-        assert!(minima(&[], &[], &p).is_empty());
+        assert_eq!(minima(&[], &[1, 1, 1], Cap::NONE, &p), vec![0]);
+        assert_eq!(minima(&[0.5, 0.4, 0.3], &[1; 6], Cap::NONE, &p), vec![0]);
+        assert!(minima(&[], &[], Cap::NONE, &p).is_empty());
     }
 
     #[test]
@@ -164,13 +163,13 @@ mod tests {
         // A clear dip at index 5 → a chunk starts at sentence 5 + W = 8.
         let sims = [0.9, 0.88, 0.86, 0.6, 0.3, 0.1, 0.3, 0.6, 0.86, 0.88, 0.9, 0.9];
         let p = MinimaParams { threshold: 0.5, ..MinimaParams::default() };
-        let s = minima(&sims, &[1; 15], &p);
+        let s = minima(&sims, &[1; 15], Cap::NONE, &p);
         assert!(s.contains(&8), "{s:?}");
     }
 
     #[test]
     fn groups_over_the_cap_are_repacked() {
-        assert_eq!(split_groups(&[0], &[3, 3, 3, 3], 6), vec![0, 2]);
-        assert_eq!(split_groups(&[0, 2], &[10, 1, 1, 1], 5), vec![0, 1, 2]);
+        assert_eq!(split_groups(&[0], &[3, 3, 3, 3], Cap::new(6)), vec![0, 2]);
+        assert_eq!(split_groups(&[0, 2], &[10, 1, 1, 1], Cap::new(5)), vec![0, 1, 2]);
     }
 }

@@ -18,16 +18,15 @@ use serde::de::{Error as _, IntoDeserializer};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
-use super::compat::{chunk_texts, DocChunks, VectorPlan};
 use super::embedding::{Encoding, Vector};
 use super::error::ApiError;
 use super::metrics::Metrics;
 use super::queue::Queue;
-use crate::chunkers::Chunker;
+use crate::chunkers::{Chunker, DocChunks};
 use crate::corpus::Document;
 use crate::embed::{Embedder, LongInput};
 use crate::output::ChunkRecord;
-use crate::pipeline::EmbeddingMode;
+use crate::pipeline::{chunk_texts, EmbeddingMode, VectorPlan};
 use crate::spec::{ChunkerSpec, MACHINE_FIELDS};
 use crate::Result;
 
@@ -285,7 +284,7 @@ mod tests {
             assert_eq!(lanes.spec_for(Some(o(bad))).unwrap_err().status.as_u16(), 422, "{bad}");
         }
         let s = lanes.spec_for(Some(o(r#"{"max_tokens": 64, "hard_thr": 0.5}"#))).unwrap();
-        assert_eq!((s.chunker, s.max_tokens), (ChunkerKind::Maxmin, 64));
+        assert_eq!((s.chunker, s.max_tokens), (ChunkerKind::Maxmin, crate::cap::Cap::new(64)));
         assert_eq!(lanes.spec_for(Some(o(r#"{"max_tokenz": 64}"#))).unwrap_err().status.as_u16(), 422);
     }
 }

@@ -92,7 +92,7 @@ impl ApiError {
 impl From<crate::Error> for ApiError {
     fn from(e: crate::Error) -> Self {
         match e {
-            crate::Error::Config(_) => Self::invalid(e.to_string()),
+            crate::Error::Config(_) | crate::Error::Setting { .. } => Self::invalid(e.to_string()),
             _ => Self::internal(e.to_string()),
         }
     }

@@ -25,7 +25,6 @@
 //! (on by default; the Python wheel builds without it).
 
 mod chunking;
-mod compat;
 mod config;
 mod embedding;
 mod error;

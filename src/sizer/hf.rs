@@ -1,5 +1,11 @@
 //! Tokens of a Hugging Face `tokenizer.json` (the HF `tokenizers` crate), counted without
 //! special tokens and without the truncation or padding the file may configure.
+//!
+//! Counts are the tokenizer's, except for one case: an unknown token that stands for more
+//! than the tokenizer's word limit (BERT WordPiece makes one `[UNK]` of any word over 100
+//! characters) counts one token per started 100-character piece, and the pieces are token
+//! starts, so a cap bounds the text of a chunk even when it is one 10 MB word
+//! ([`TextTokenizer::sizing_count`]; the rule and why are in `src/wordpiece.rs`).
 
 use std::path::Path;
 
@@ -60,7 +66,8 @@ impl HfSizer {
 
 impl Sizer for HfSizer {
     fn ids(&self, text: &str) -> Option<Vec<u32>> {
-        self.tokenizer.try_ids(text)
+        // `None` for a text with an over-long word: its ids are fewer than its count.
+        self.tokenizer.sizing_ids(text)
     }
 
     fn additive_at_whitespace(&self) -> bool {
@@ -73,11 +80,11 @@ impl Sizer for HfSizer {
     }
 
     fn count(&self, text: &str) -> usize {
-        self.tokenizer.count(text)
+        self.tokenizer.sizing_count(text)
     }
 
     fn token_starts(&self, text: &str) -> Vec<usize> {
-        self.tokenizer.token_starts(text)
+        self.tokenizer.sizing_token_starts(text)
     }
 
     fn name(&self) -> String {
@@ -103,5 +110,34 @@ mod tests {
         assert_eq!(starts.len(), s.count(t));
         assert!(starts.windows(2).all(|w| w[0] <= w[1]));
         assert!(starts.iter().all(|&o| t.is_char_boundary(o)));
+    }
+
+    #[test]
+    fn an_over_long_word_counts_one_token_per_started_hundred_characters() {
+        let s = HfSizer::default_model();
+        assert_eq!(s.tokenizer().long_token_chars(), 100);
+        // Fast path (ASCII), its Latin branch, and the HF pipeline (Greek), alone and in
+        // context: the tokenizer says one [UNK] each time; the sizer says its pieces.
+        for letter in ["a", "é", "λ"] {
+            let word = letter.repeat(250);
+            assert_eq!(s.tokenizer().count(&word), 1, "{letter}");
+            assert_eq!(s.count(&word), 3, "{letter}");
+            let starts = s.token_starts(&word);
+            let l = letter.len();
+            assert_eq!(starts, vec![0, 100 * l, 200 * l], "{letter}");
+            assert_eq!(s.ids(&word), None, "{letter}: ids would be fewer than the count");
+            let text = format!("Hello {word} world");
+            assert_eq!(s.count(&text), 5, "{letter}");
+            assert_eq!(s.token_starts(&text), vec![0, 6, 6 + 100 * l, 6 + 200 * l, 7 + 250 * l]);
+            // Exactly at the limit a word is the tokenizer's own.
+            let word = letter.repeat(100);
+            assert_eq!(s.count(&word), s.tokenizer().count(&word), "{letter}");
+            assert_eq!(s.ids(&word).map(|i| i.len()), Some(s.count(&word)));
+        }
+        // With a `[` the text takes the HF pipeline even for ASCII: the same counts.
+        let word = "b".repeat(1001);
+        assert_eq!(s.count(&word), 11);
+        assert_eq!(s.count(&format!("[x] {word}")), 3 + 11);
+        assert_eq!(s.token_starts(&format!("[x] {word}"))[3..5], [4, 104]);
     }
 }

@@ -6,7 +6,9 @@
 //! that is over a token cap at token boundaries.
 //!
 //! Counts never include special tokens (`[CLS]`, `[SEP]`): a cap of 512 means 512 tokens
-//! of text, as chonkie counts them.
+//! of text, as chonkie counts them. No counted token stands for an unbounded run of text: a
+//! word a tokenizer reads as one unknown token because it is over its word limit counts one
+//! token per started 100 characters ([`hf`]), so a cap bounds a chunk's text too.
 
 pub mod chars;
 pub mod cut;
@@ -78,9 +80,10 @@ pub trait Sizer: Send + Sync + std::fmt::Debug {
 }
 
 /// Which sizer to build; what the CLI's `--sizer`/`--tokenizer` flags map to.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum SizerSpec {
     /// The default model's tokenizer (embedded in the binary).
+    #[default]
     Default,
     Chars,
     Words,
@@ -113,3 +116,24 @@ impl SizerSpec {
         })
     }
 }
+
+impl std::fmt::Display for SizerSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Default => f.write_str("default"),
+            Self::Chars => f.write_str("chars"),
+            Self::Words => f.write_str("words"),
+            Self::Tokenizer(p) => write!(f, "{}", p.display()),
+        }
+    }
+}
+
+impl std::str::FromStr for SizerSpec {
+    type Err = std::convert::Infallible;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(Self::parse(s))
+    }
+}
+
+crate::serde_text::serde_as_text!(SizerSpec);

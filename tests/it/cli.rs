@@ -80,7 +80,15 @@ fn stdin_and_summary_line() {
     let out = seamcut(&["chunk", "--max-tokens", "64"], Some(PROSE.as_bytes()));
     assert!(out.status.success());
     assert_eq!(records(&out)[0]["doc_id"], "stdin");
-    assert!(stderr(&out).contains("1 documents"), "{}", stderr(&out));
+    // One of each: no "1 documents".
+    let err = stderr(&out);
+    assert!(err.contains("seamcut: 1 document, "), "{err}");
+    let n = records(&out).len();
+    let chunks = if n == 1 { " 1 chunk, ".to_string() } else { format!(" {n} chunks, ") };
+    assert!(err.contains(&chunks), "{err}");
+    let out = seamcut(&["chunk", "--max-tokens", "16"], Some(PROSE.as_bytes()));
+    let n = records(&out).len();
+    assert!(n > 1 && stderr(&out).contains(&format!(" {n} chunks, ")), "{}", stderr(&out));
 }
 
 #[test]
@@ -116,7 +124,7 @@ fn directory_walk_skips_binaries_and_empty_files() {
     assert!(ids.iter().all(|i| i.ends_with("a.txt") || i.ends_with("b.md")), "{ids:?}");
     assert!(ids.iter().any(|i| i.ends_with("b.md")));
     let err = stderr(&out);
-    assert!(err.contains("skipped 1 document(s) (1 binary)") && err.contains("c.txt"), "{err}");
+    assert!(err.contains("skipped 1 document (1 binary)") && err.contains("c.txt"), "{err}");
     assert!(err.contains("3 documents"), "{err}");
     // With -o, the skipped file is listed beside the output; --on-error stop stops on it.
     let out_path = d.join("out/chunks.jsonl");
@@ -263,11 +271,11 @@ fn bad_models_and_devices_are_one_line_errors() {
         // Chunkers that compute on no device still reject a misspelt one.
         (vec!["chunk", "--chunker", "recursive", "--device", "tpu", l], "unknown device"),
         (vec!["chunk", "--chunker", "fixed", "--dtype", "f8", l], "unknown dtype"),
-        (vec!["chunk", "--chunker", "global", "--size-weight", "NaN", l], "size_weight must be"),
-        (vec!["chunk", "--chunker", "global", "--size-weight=-1", l], "size_weight must be"),
-        (vec!["chunk", "--chunker", "global", "--depth-weight", "inf", l], "depth_weight must be"),
-        (vec!["chunk", "--chunker", "global", "--block", "0", l], "block must be at least 1"),
-        (vec!["chunk", "--chunker", "global", "--heading-weight=-2", l], "heading_weight must be"),
+        (vec!["chunk", "--chunker", "global", "--size-weight", "NaN", l], "--size-weight: must be"),
+        (vec!["chunk", "--chunker", "global", "--size-weight=-1", l], "--size-weight: must be"),
+        (vec!["chunk", "--chunker", "global", "--depth-weight", "inf", l], "--depth-weight: must be"),
+        (vec!["chunk", "--chunker", "global", "--block", "0", l], "--block: must be at least 1"),
+        (vec!["chunk", "--chunker", "global", "--heading-weight=-2", l], "--heading-weight: must be"),
     ] {
         let out = seamcut(&args, None);
         assert!(matches!(out.status.code(), Some(1 | 2)), "{args:?}");
@@ -508,7 +516,8 @@ fn eval_retrieval_matches_baseline_sizes_over_several_documents() {
     // One questions file for two documents is a usage error naming the mismatch.
     let bad = seamcut(&refs[..refs.len() - 2], None);
     assert_eq!(bad.status.code(), Some(2));
-    assert!(stderr(&bad).contains("1 --questions file(s) for 2 document(s)"), "{}", stderr(&bad));
+    let err = stderr(&bad);
+    assert!(err.contains("--questions: 1 file(s) for 2 document(s)"), "{err}");
 }
 
 #[test]
@@ -570,4 +579,49 @@ fn hard_thr_auto_uses_the_calibrated_value() {
     assert_eq!(auto.stdout, fixed.stdout, "the default model is calibrated at 0.7 (models/catalog.json)");
     let bad = seamcut(&["chunk", "-", "--chunker", "maxmin", "--hard-thr", "high"], Some(b"x"));
     assert_eq!(bad.status.code(), Some(2));
+}
+
+#[test]
+fn settings_the_chunker_does_not_read_are_named_in_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("a.txt");
+    std::fs::write(&f, PROSE).unwrap();
+    let f = f.to_str().unwrap();
+    // A model for a chunker that uses none: the chunks come, with a warning naming why.
+    let out = seamcut(&["chunk", f, "--model", "no-such-model", "--hard-thr", "0.4"], None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("warning: --model does nothing here: the sentence chunker"), "{err}");
+    assert!(err.contains("warning: --hard-thr does nothing here"), "{err}");
+    // ... and none when the setting is read: a baseline re-embedding its chunks reads the model.
+    let o = dir.path().join("o.jsonl");
+    let out = seamcut(
+        &["chunk", f, "--model", "default", "--embeddings", "reembed", "-o", o.to_str().unwrap()],
+        None,
+    );
+    assert!(out.status.success() && !stderr(&out).contains("warning"), "{}", stderr(&out));
+    let out = seamcut(&["chunk", f, "--chunker", "maxmin", "--hard-thr", "0.4", "--theta", "300"], None);
+    let err = stderr(&out);
+    assert!(!err.contains("--hard-thr does nothing") && err.contains("--theta does nothing"), "{err}");
+}
+
+#[test]
+fn a_negative_cap_is_a_one_line_usage_error() {
+    for args in [&["chunk", "--max-tokens", "-5"][..], &["segment", "--max-tokens", "-1"]] {
+        let out = seamcut(args, Some(PROSE.as_bytes()));
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = stderr(&out);
+        assert!(err.contains("--max-tokens") && err.contains("is negative"), "{err}");
+        assert!(!err.contains("-- -5") && err.trim().lines().count() == 1, "{err}");
+    }
+}
+
+#[test]
+fn segment_summary_counts_tokens() {
+    let out = seamcut(&["segment", "-"], Some(PROSE.as_bytes()));
+    assert!(out.status.success());
+    let err = stderr(&out);
+    let n = records(&out).len();
+    assert!(err.contains(&format!("1 document, {n} sentences")), "{err}");
+    assert!(!err.contains(" 0 tokens"), "{err}");
 }

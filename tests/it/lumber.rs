@@ -95,7 +95,9 @@ fn spec(url: &str) -> LlmSpec {
         url: url.into(),
         model: "test-model".into(),
         cache: "none".into(),
-        timeout_s: 0.5,
+        // Generous: a scripted reply must never time out on a loaded machine (a spurious
+        // retry would take the next scripted reply). The timeout test sets its own.
+        timeout_s: 30.0,
         retries: 3,
         backoff_ms: 1,
         concurrency: 2,
@@ -136,7 +138,8 @@ fn the_server_receives_the_papers_request_and_cuts_follow_the_answers() {
     let bodies = server.bodies.lock().unwrap();
     let b = &bodies[0];
     assert_eq!(b["model"], "test-model");
-    assert_eq!(b["temperature"].as_f64().unwrap() as f32, 0.1);
+    // Exactly 0.1 on the wire (an f32 would arrive as 0.10000000149011612).
+    assert_eq!(b["temperature"].as_f64().unwrap(), 0.1);
     assert!(b.get("max_tokens").is_none());
     assert_eq!(b["messages"][0]["role"], "system");
     assert_eq!(b["messages"][0]["content"], SYSTEM_PROMPT);
@@ -153,11 +156,13 @@ fn retries_429_5xx_and_timeouts_and_keeps_groups_whole_on_bad_answers() {
     let server = serve(|i, _| match i {
         0 => (429, "{}".into(), 0),
         1 => (503, "down".into(), 0),
-        2 => (200, "{}".into(), 900),
+        2 => (200, "{}".into(), 3500),
         i if i % 2 == 0 => answer("I cannot tell."),
         _ => answer("Answer: ID 9999"),
     });
-    let s = spec(&server.url);
+    // The third reply comes 3.5 s late and times out; the others must come within 2 s,
+    // which even a loaded machine does (a 0.5 s timeout was a race under load).
+    let s = LlmSpec { timeout_s: 2.0, ..spec(&server.url) };
     let llm = Arc::new(LlmClient::new(Box::new(seamcut::llm::http::OpenAiChat::new(&s).unwrap()), None, &s));
     let text = doc(9);
     let chunks = lumber(llm.clone(), 50, None).chunk(&text).unwrap();
@@ -283,7 +288,7 @@ fn a_real_local_model_in_process_and_behind_a_local_server() {
     let server = serve(move |_, body| {
         let req = ChatRequest {
             messages: serde_json::from_value(body["messages"].clone()).unwrap(),
-            temperature: body["temperature"].as_f64().unwrap() as f32,
+            temperature: body["temperature"].as_f64().unwrap(),
             max_tokens: Some(6),
             seed: 1,
         };

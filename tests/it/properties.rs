@@ -1,7 +1,9 @@
 //! Property tests: for every chunker and sizer, on arbitrary Unicode text (CJK, emoji,
 //! combining marks, CRLF, empty strings, long unpunctuated runs), chunks are in order, in
 //! bounds, on char boundaries, cover the document exactly, report their exact token count,
-//! and stay within the token cap.
+//! and stay within the token cap. Under the real tokenizer, text includes words over its
+//! 100-character limit, and every chunk must fit the cap tokenized piecewise
+//! ([`piecewise_count`]).
 
 use std::sync::Arc;
 
@@ -34,6 +36,11 @@ fn texty() -> impl Strategy<Value = String> {
         1 => Just("    ".to_string()),
         1 => Just("\u{3000}".to_string()),
         1 => any::<char>().prop_map(|c| c.to_string()),
+        // Words around and over WordPiece's 100-character limit: ASCII, accented (the fast
+        // path's Latin table), Greek (the HF pipeline).
+        1 => "[a-z0-9]{90,330}".prop_map(|w| w + " "),
+        1 => "[a-zéèàçöß]{95,260}",
+        1 => "[α-ω]{95,260}".prop_map(|w| w + "."),
     ];
     prop::collection::vec(piece, 0..120).prop_map(|v| v.concat())
 }
@@ -42,12 +49,43 @@ fn any_text() -> impl Strategy<Value = String> {
     prop_oneof![3 => texty(), 1 => any::<String>(), 1 => "\\PC{0,300}"]
 }
 
+/// A chunk's tokens as the issue defines a fitting chunk, from the HF tokenizer itself (no
+/// fast path, no sizer): its tokens, with each `[UNK]` that stands for more than 100
+/// characters (a word over WordPiece's limit) counted as one per started 100 characters.
+pub fn piecewise_count(hf: &tokenizers::Tokenizer, text: &str) -> usize {
+    let unk = hf.token_to_id("[UNK]").unwrap();
+    let enc = hf.encode(text, false).unwrap();
+    enc.get_ids()
+        .iter()
+        .zip(enc.get_offsets())
+        .map(|(&id, &(s, e))| {
+            let n = text[s..e].chars().count();
+            if id == unk && n > 100 {
+                n.div_ceil(100)
+            } else {
+                1
+            }
+        })
+        .sum()
+}
+
 fn check_all(
     text: &str,
     sizer: Arc<dyn Sizer>,
     cap: usize,
     min: usize,
     overlap: usize,
+) -> Result<(), TestCaseError> {
+    check_all_with(text, sizer, cap, min, overlap, None)
+}
+
+fn check_all_with(
+    text: &str,
+    sizer: Arc<dyn Sizer>,
+    cap: usize,
+    min: usize,
+    overlap: usize,
+    piecewise: Option<&tokenizers::Tokenizer>,
 ) -> Result<(), TestCaseError> {
     for kind in ChunkerKind::ALL.into_iter().filter(|k| k.is_baseline()) {
         let ov = if kind == ChunkerKind::Fixed { overlap.min(cap - 1) } else { 0 };
@@ -70,6 +108,10 @@ fn check_all(
                 cap,
                 t
             );
+            if let Some(hf) = piecewise {
+                let n = piecewise_count(hf, t);
+                prop_assert_eq!(n, c.tokens, "{}: piecewise count differs for {:?}", kind.name(), t);
+            }
         }
         if !chunker.overlapping() {
             let joined: String = chunks.iter().map(|c| &text[c.start..c.end]).collect();
@@ -115,9 +157,10 @@ proptest! {
 
     #[test]
     fn chunkers_hold_invariants_tokenizer(text in any_text(), cap in 1usize..60, min in 0usize..16, overlap in 0usize..8) {
-        thread_local! { static SIZER: Arc<dyn Sizer> = Arc::new(HfSizer::default_model()); }
+        thread_local! { static SIZER: Arc<HfSizer> = Arc::new(HfSizer::default_model()); }
         let sizer = SIZER.with(Clone::clone);
-        check_all(&text, sizer, cap, min, overlap)?;
+        let hf = sizer.tokenizer().hf().clone();
+        check_all_with(&text, sizer, cap, min, overlap, Some(&hf))?;
     }
 }
 

@@ -39,13 +39,11 @@ fn rules() -> Vec<Rule> {
     vec![
         Rule::MaxMin(MaxMinParams::default()),
         Rule::Global(seamcut::rules::global::GlobalParams {
-            max_tokens: 0,
             target_tokens: 40,
             penalty: 0.0,
             ..Default::default()
         }),
         Rule::Global(seamcut::rules::global::GlobalParams {
-            max_tokens: 0,
             target_tokens: 40,
             penalty: 0.0,
             depth_weight: 2.0,
@@ -102,7 +100,7 @@ fn maxmin_without_cap_is_the_reference_rule_on_segment_sentences() {
     let n = sentences.len();
     let band = Band::from_vectors(&emb.data, emb.dim, n);
     for p in [MaxMinParams::default(), MaxMinParams { hard_thr: 0.75, ..MaxMinParams::default() }] {
-        let want = maxmin(&band, &vec![0; n], &p);
+        let want = maxmin(&band, &vec![0; n], seamcut::cap::Cap::NONE, &p);
         let c = chunker(Rule::MaxMin(p), ChunkOptions::new(0))
             .with_splitter(seamcut::chunkers::semantic::Splitter::Segmenter);
         let chunks = c.chunk(&text).unwrap();

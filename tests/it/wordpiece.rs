@@ -1,5 +1,7 @@
 //! The ASCII WordPiece fast path gives exactly what the HF tokenizer gives: ids, counts and
-//! token start offsets, on prose and on random strings.
+//! token start offsets, on prose and on random strings. The sizing counts differ from HF's
+//! in one rule only (an `[UNK]` over 100 characters counts one per started 100), and the fast
+//! path applies it exactly as it is applied to HF's own tokens.
 
 use proptest::prelude::*;
 use seamcut::wordpiece::TextTokenizer;
@@ -58,6 +60,62 @@ fn prose_matches_hf() {
     same(&t, &hf, &long).unwrap();
 }
 
+/// The sizing rule applied to HF's own encoding: (starts, ids if no token was split).
+fn sizing_by_hf(hf: &Tokenizer, text: &str) -> (Vec<usize>, Option<Vec<u32>>) {
+    let unk = hf.token_to_id("[UNK]").unwrap();
+    let enc = hf.encode(text, false).unwrap();
+    let mut starts = Vec::new();
+    let mut split = false;
+    for (&id, &(s, e)) in enc.get_ids().iter().zip(enc.get_offsets()) {
+        if id == unk && text[s..e].chars().count() > 100 {
+            starts.extend(text[s..e].char_indices().step_by(100).map(|(o, _)| s + o));
+            split = true;
+        } else {
+            starts.push(s);
+        }
+    }
+    (starts, (!split).then(|| enc.get_ids().to_vec()))
+}
+
+fn same_sizing(t: &TextTokenizer, hf: &Tokenizer, text: &str) -> Result<(), TestCaseError> {
+    let (starts, ids) = sizing_by_hf(hf, text);
+    prop_assert_eq!(t.sizing_token_starts(text), starts.clone(), "sizing starts differ for {:?}", text);
+    prop_assert_eq!(t.sizing_count(text), starts.len(), "sizing count differs for {:?}", text);
+    prop_assert_eq!(t.sizing_ids(text), ids, "sizing ids differ for {:?}", text);
+    Ok(())
+}
+
+#[test]
+fn sizing_splits_only_over_long_unknown_words() {
+    let (t, hf) = default_tokenizer();
+    for text in [
+        "a".repeat(150) + " b",
+        format!("Über {} naïve", "é".repeat(101)),
+        format!("[CLS] {} x", "z".repeat(1000)),
+        format!("{}\u{ad}{} end", "ö".repeat(60), "ö".repeat(60)),
+        "λ".repeat(250),
+        "short words only, no long one".to_string(),
+    ] {
+        same_sizing(&t, &hf, &text).unwrap();
+        same(&t, &hf, &text).unwrap();
+    }
+    assert_eq!(t.sizing_count(&"a".repeat(100)), t.count(&"a".repeat(100)));
+    assert_eq!(t.sizing_count(&"a".repeat(101)), 2);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    #[test]
+    fn sizing_of_long_words_matches_the_rule_on_hf(words in prop::collection::vec(
+        "[a-zA-Z0-9]{1,12}|[a-z0-9]{90,260}|[a-zäöüéèß\u{ad}]{90,260}|[α-ω]{90,230}|[.,;!?\\[\\]-]|\\PC{1,3}", 0..12)) {
+        let (t, hf) = default_tokenizer_cached();
+        same_sizing(t, hf, &words.concat())?;
+        same_sizing(t, hf, &words.join(" "))?;
+        same(t, hf, &words.join(" "))?;
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
 
@@ -93,6 +151,7 @@ proptest! {
     fn any_text_matches_hf(text in "\\PC{0,80}") {
         let (t, hf) = default_tokenizer_cached();
         same(t, hf, &text)?;
+        same_sizing(t, hf, &text)?;
     }
 }
 

@@ -203,6 +203,32 @@ def test_chunks_equal_the_cli_record_for_record(minilm, spec, flags):
     assert got["fallbacks"] == []
 
 
+def cli_vectors(docs, *args):
+    """The CLI's chunk records and vectors (JSONL + OUT.npy)."""
+    with tempfile.TemporaryDirectory() as d:
+        src, out = os.path.join(d, "docs.jsonl"), os.path.join(d, "out.jsonl")
+        with open(src, "w", encoding="utf-8") as f:
+            for doc in docs:
+                f.write(json.dumps(doc, ensure_ascii=False) + "\n")
+        subprocess.run([BIN, "chunk", src, "-o", out, "-q", *args], check=True)
+        with open(out, encoding="utf-8") as f:
+            return [json.loads(line) for line in f], np.load(os.path.join(d, "out.npy"))
+
+
+@pytest.mark.parametrize("mode,fmt", [("mean", "float"), ("reembed", "base64")])
+def test_chunk_vectors_equal_the_clis(minilm, mode, fmt):
+    docs = [d for d in fixture_docs() if len(d["text"]) > 200][:12]
+    records, want = cli_vectors(docs, "--chunker", "maxmin", "--model", MINILM, "--embeddings", mode)
+    r = minilm.http.post("/v1/chunk", json={"documents": docs, "embeddings": mode, "encoding_format": fmt})
+    assert r.status_code == 200, r.text
+    chunks = r.json()["chunks"]
+    vectors = [c.pop("embedding") for c in chunks]
+    if fmt == "base64":
+        vectors = [np.frombuffer(base64.b64decode(v), dtype="<f4") for v in vectors]
+    assert chunks == records
+    assert cosines(vectors, want).min() >= 0.9999
+
+
 def test_chunk_ids_default_to_positions_and_bad_chunk_requests_are_422(minilm):
     r = minilm.http.post("/v1/chunk", json={"documents": [{"text": "One. Two."}, {"text": "Three."}]})
     assert [c["doc_id"] for c in r.json()["chunks"]] == ["0", "1"]
@@ -215,6 +241,7 @@ def test_chunk_ids_default_to_positions_and_bad_chunk_requests_are_422(minilm):
         {"documents": [{"text": "a"}], "spec": {"llm": {"url": "http://example.invalid"}}},
         {"documents": [{"text": "a"}], "spec": {"max_tokenz": 3}},
         {"documents": [{"text": "a"}], "spec": {"min_tokens": 500, "max_tokens": 10}},
+        {"documents": [{"text": "a"}], "spec": {"chunker": "recursive"}, "embeddings": "mean"},
     ]:
         r = minilm.http.post("/v1/chunk", json=body)
         assert r.status_code == 422, (body, r.text)
@@ -458,7 +485,7 @@ def test_a_model_error_is_a_500_for_that_request_only():
             # the request when the spec says so.
             docs = {"documents": [{"id": "ok", "text": "a b. b a."}, {"id": "z", "text": "The zebra. Crossed."}]}
             r = s.http.post("/v1/chunk", json=docs).json()
-            # TMP assert [f["doc_id"] for f in r["fallbacks"]] == ["z"]
+            assert [f["doc_id"] for f in r["fallbacks"]] == ["z"]
             assert {c["doc_id"] for c in r["chunks"]} == {"ok", "z"}
             r = s.http.post("/v1/chunk", json={**docs, "spec": {"on_model_error": "fail"}})
             expect_error(r, 500)

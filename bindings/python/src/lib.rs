@@ -21,8 +21,11 @@ use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 use seamcut::chunk::ChunkSpan;
+use seamcut::chunkers::ChunkerKind;
 use seamcut::corpus::{Documents, ReadOptions};
+use seamcut::device::{DeviceSpec, Precision};
 use seamcut::embed::{embed_texts, EmbedOptions};
+use seamcut::models::ModelSpec;
 use seamcut::output::ArrowSink;
 use seamcut::pipeline::{CorpusJob, EmbeddingMode, JobOptions, OnError, SharedSink, Target};
 use seamcut::spec::ChunkerSpec;
@@ -46,7 +49,9 @@ fn py_err(e: Error) -> PyErr {
 /// The exception class of an error (see [`py_err`]).
 fn class(e: &Error) -> fn(String) -> PyErr {
     match e {
-        Error::Config(_) | Error::Record { .. } | Error::Binary { .. } => PyValueError::new_err,
+        Error::Config(_) | Error::Setting { .. } | Error::Record { .. } | Error::Binary { .. } => {
+            PyValueError::new_err
+        }
         Error::Io { .. } | Error::Write(_) => PyOSError::new_err,
         // A document's error that stopped a job (`on_error="raise"`): raised as its own kind.
         Error::Stopped(inner) | Error::InWalk(inner) => class(inner),
@@ -154,17 +159,14 @@ impl Chunker {
         embeddings: Option<String>,
         on_error: &str,
     ) -> PyResult<(ArrowStream, String)> {
-        let embeddings = match embeddings.as_deref() {
-            None => None,
-            Some("mean") => Some(EmbeddingMode::Mean),
-            Some("reembed") => Some(EmbeddingMode::Reembed),
-            Some("auto") => Some(EmbeddingMode::Auto),
-            Some(other) => {
-                return Err(PyValueError::new_err(format!(
-                    "embeddings={other:?}: expected False, True, 'mean' or 'reembed'"
-                )))
-            }
-        };
+        // The library's own names (its serde spelling), so that a mode it adds is taken here.
+        let embeddings = embeddings
+            .map(|m| {
+                serde_json::from_value::<EmbeddingMode>(serde_json::Value::String(m.clone())).map_err(|e| {
+                    PyValueError::new_err(format!("embeddings={m:?}: expected False, True or a mode ({e})"))
+                })
+            })
+            .transpose()?;
         let on_error = match on_error {
             "skip" => OnError::Skip,
             "raise" => OnError::Stop,
@@ -256,10 +258,11 @@ fn embed<'py>(
     device: String,
     dtype: String,
 ) -> PyResult<Bound<'py, numpy::PyArray2<f32>>> {
-    let spec = ChunkerSpec { model, device, dtype, ..ChunkerSpec::default() };
     let (n, dim, data) = py
         .detach(|| -> Result<_, Error> {
-            let model = spec.load_model()?;
+            let spec =
+                ModelSpec { model, device: DeviceSpec::parse(&device)?, dtype: Precision::parse(&dtype)? };
+            let model = spec.load()?;
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
             let (e, _) = embed_texts(model.embedder.as_ref(), &refs, EmbedOptions::default())?;
             Ok((texts.len(), model.embedder.dim(), e.data))
@@ -267,6 +270,25 @@ fn embed<'py>(
         .map_err(py_err)?;
     // The vector becomes the array's buffer: no copy.
     PyArray1::from_vec(py, data).reshape([n, dim])
+}
+
+/// The chunkers the library offers, each with its family (`baseline`, `embedding`, `llm`):
+/// the one list, which the Python package's `CHUNKERS` and `LLM_CHUNKERS` read.
+#[pyfunction]
+fn chunkers() -> Vec<(&'static str, &'static str)> {
+    ChunkerKind::ALL
+        .iter()
+        .map(|k| {
+            let family = if k.is_baseline() {
+                "baseline"
+            } else if k.is_llm() {
+                "llm"
+            } else {
+                "embedding"
+            };
+            (k.name(), family)
+        })
+        .collect()
 }
 
 /// Use `n` threads for seamcut's CPU work in this process (0: one per core). Call it before
@@ -282,6 +304,7 @@ fn _seamcut(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ArrowStream>()?;
     m.add_function(wrap_pyfunction!(embed, m)?)?;
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(chunkers, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -15,13 +15,15 @@ offsets, as the CLI writes them. The chunks of a document cover it in order with
 lost or repeated (except with overlapping fixed windows), and none is over ``max_tokens``.
 
 The chunker is built by the Rust library from the same spec ``seamcut chunk --spec`` reads
-(``Chunker.spec`` shows it), so the CLI and Python give the same chunks. All work runs with
-the GIL released; models are loaded once per process.
+(``Chunker.spec`` shows it as a dict, ``Chunker.save_spec(path)`` writes the file), so the
+CLI and Python give the same chunks. All work runs with the GIL released; models are loaded
+once per process.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import warnings
 from dataclasses import dataclass
 from typing import Any, Iterable, List, Optional, Sequence, Union
@@ -50,11 +52,12 @@ __all__ = [
     "LLM_CHUNKERS",
 ]
 
-#: The chunkers, as ``Chunker(chunker=...)`` and ``seamcut chunk --chunker`` name them.
-CHUNKERS = ("fixed", "recursive", "sentence", "paragraph", "maxmin", "minima", "breakpoint", "global")
+#: The chunkers, as ``Chunker(chunker=...)`` and ``seamcut chunk --chunker`` name them (the
+#: library's one list, read from the extension).
+CHUNKERS = tuple(name for name, family in _seamcut.chunkers() if family != "llm")
 #: The chunkers that ask an LLM (an OpenAI-compatible server, or a GGUF file run in-process):
 #: ``Chunker("lumber", llm={"url": ..., "model": ...})``.
-LLM_CHUNKERS = ("lumber", "lumber-guided")
+LLM_CHUNKERS = tuple(name for name, family in _seamcut.chunkers() if family == "llm")
 
 
 @dataclass(frozen=True)
@@ -126,8 +129,20 @@ class Chunker:
 
     @property
     def spec(self) -> dict:
-        """The full chunker spec, every default filled in (``seamcut chunk --spec`` reads it)."""
+        """The full chunker spec as a dict, every default filled in (:meth:`spec_json` is the
+        same as the JSON ``seamcut chunk --spec`` reads)."""
         return json.loads(json.dumps(self._spec))
+
+    def spec_json(self) -> str:
+        """The full chunker spec as JSON: what ``seamcut chunk --print-spec`` prints and
+        ``seamcut chunk --spec FILE`` reads (the library writes it), so the CLI with that
+        file gives this chunker's chunks."""
+        return self._native.spec_json()
+
+    def save_spec(self, path: Union[str, "os.PathLike[str]"]) -> None:
+        """Write :meth:`spec_json` to ``path``, for ``seamcut chunk --spec path``."""
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(self._native.spec_json() + "\n")
 
     @property
     def name(self) -> str:
