@@ -33,7 +33,9 @@ mod metrics;
 mod queue;
 mod routes;
 
+use std::future::Future;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use axum::middleware::from_fn_with_state;
@@ -165,50 +167,50 @@ async fn accept(listener: tokio::net::TcpListener, app: Router, header_timeout: 
     http.timer(TokioTimer::new()).header_read_timeout(header_timeout);
     let mut stop = std::pin::pin!(stop_signal());
     loop {
-        tokio::select! {
-            accepted = listener.accept() => {
-                let tcp = match accepted {
-                    Ok((tcp, _)) => tcp,
-                    Err(e) => {
-                        // Out of file descriptors, say: wait, and go on serving the others.
-                        eprintln!("seamcut: warning: accept failed: {e}");
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                        continue;
-                    }
-                };
-                let _ = tcp.set_nodelay(true);
-                let service = hyper_util::service::TowerToHyperService::new(app.clone());
-                let conn = graceful.watch(http.serve_connection(TokioIo::new(tcp), service));
-                tokio::spawn(async move {
-                    let _ = conn.await; // a client's broken connection is its own business
-                });
+        // The next connection or the stop signal, whichever comes first (polled by hand: tokio's
+        // `select!` needs its `macros` feature and a proc-macro crate for this one race).
+        let next = std::future::poll_fn(|cx| {
+            if stop.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(None);
             }
-            () = &mut stop => break,
-        }
+            listener.poll_accept(cx).map(Some)
+        })
+        .await;
+        let tcp = match next {
+            None => break,
+            Some(Ok((tcp, _))) => tcp,
+            Some(Err(e)) => {
+                // Out of file descriptors, say: wait, and go on serving the others.
+                eprintln!("seamcut: warning: accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let _ = tcp.set_nodelay(true);
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let conn = graceful.watch(http.serve_connection(TokioIo::new(tcp), service));
+        tokio::spawn(async move {
+            let _ = conn.await; // a client's broken connection is its own business
+        });
     }
     drop(listener);
     eprintln!("seamcut: stopping: no new connections; finishing the requests in flight");
     graceful.shutdown().await;
 }
 
+/// SIGTERM or Ctrl-C.
 async fn stop_signal() {
+    let mut ctrl_c = std::pin::pin!(tokio::signal::ctrl_c());
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = term.recv() => {}
-                    _ = tokio::signal::ctrl_c() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    std::future::poll_fn(|cx| {
+        #[cfg(unix)]
+        if let Some(t) = term.as_mut() {
+            if t.poll_recv(cx).is_ready() {
+                return Poll::Ready(());
             }
         }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
+        ctrl_c.as_mut().poll(cx).map(|_| ())
+    })
+    .await;
 }
