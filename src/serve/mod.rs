@@ -80,8 +80,12 @@ pub fn run(config: ServeConfig) -> Result<()> {
         return Err(Error::Config("the API key is empty".into()));
     }
     let model = config.spec.load_model()?;
+    // Blocking threads run the tokenizing of requests and the batches' passes (whose heavy
+    // work runs on rayon's pool): more of them than this would only add thread stacks and
+    // allocator heaps under load (tokio's default allows 512).
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .max_blocking_threads(16)
         .thread_name("seamcut-serve")
         .build()
         .map_err(|e| Error::Internal(format!("cannot start the runtime: {e}")))?;
