@@ -28,7 +28,7 @@ use crate::embed::{Embedder, LongInput};
 use crate::output::ChunkRecord;
 use crate::pipeline::{chunk_texts, EmbeddingMode, VectorPlan};
 use crate::spec::{ChunkerSpec, MACHINE_FIELDS};
-use crate::Result;
+use crate::{Error, Result};
 
 /// `POST /v1/chunk`.
 #[derive(Deserialize)]
@@ -135,18 +135,18 @@ impl Lanes {
 
     /// The lane for `spec` and `mode`, built on first use (on a blocking thread: building an
     /// embedding chunker loads its tokenizer and calibration).
-    pub async fn lane(
-        &self,
-        spec: ChunkerSpec,
-        mode: Option<EmbeddingMode>,
-    ) -> std::result::Result<Arc<Lane>, ApiError> {
+    ///
+    /// # Errors
+    /// The library's, for a spec or mode that does not make a chunker (a configuration or
+    /// setting error: 422 to a client, a usage error at start-up).
+    pub async fn lane(&self, spec: ChunkerSpec, mode: Option<EmbeddingMode>) -> Result<Arc<Lane>> {
         let key = format!("{}\u{0}{mode:?}", serde_json::to_string(&spec).unwrap_or_default());
         if let Some(l) = self.cache.lock().map_err(|_| poisoned())?.get(&key) {
             return Ok(l.clone());
         }
         let chunker: Arc<dyn Chunker> = tokio::task::spawn_blocking(move || spec.build())
             .await
-            .map_err(|_| ApiError::internal("building the chunker panicked"))??
+            .map_err(|_| Error::Internal("building the chunker panicked".into()))??
             .into();
         let plan = VectorPlan::new(chunker.as_ref(), mode, Some(self.model.clone()), self.long)?;
         let c = chunker.clone();
@@ -167,8 +167,8 @@ impl Lanes {
     }
 }
 
-fn poisoned() -> ApiError {
-    ApiError::internal("the chunker cache was poisoned by a panic")
+fn poisoned() -> Error {
+    Error::Internal("the chunker cache was poisoned by a panic".into())
 }
 
 /// The response: every chunk as the CLI writes it, documents in request order.

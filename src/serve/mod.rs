@@ -107,7 +107,7 @@ async fn serve(config: ServeConfig, model: Arc<dyn Embedder>) -> Result<()> {
         metrics.clone(),
     );
     // The server's own chunker, built now: a bad spec stops the server before it listens.
-    let base = lanes.lane(config.spec.clone(), None).await.map_err(|e| Error::Config(e.message))?;
+    let base = lanes.lane(config.spec.clone(), None).await?;
     let chunker_description = base.chunker.describe();
     let opts = EmbedOptions { batch_tokens: config.max_batch_tokens, long: config.long };
     let (m, mm) = (model.clone(), metrics.clone());

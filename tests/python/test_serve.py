@@ -500,10 +500,12 @@ def test_sigterm_finishes_the_requests_in_flight():
         want = seamcut_embed(texts[:1])
         body = json.dumps({"inputs": ["still uploading"]}).encode()
         uploading = raw(s.addr, post_head("/embed", len(body)) + body[:10])
-        count = 'seamcut_batch_requests_count{queue="embed"}'
+        batched = 'seamcut_batch_requests_sum{queue="embed"}'
+        waiting = 'seamcut_queue_depth{queue="embed"}'
         with ThreadPoolExecutor(4) as pool:
             futures = [pool.submit(s.http.post, "/embed", json={"inputs": texts}) for _ in range(4)]
-            while s.metrics().get(count, 0) < 1:
+            # Every request is in the server (batched or queued) before the signal.
+            while (lambda m: m.get(batched, 0) + m.get(waiting, 0))(s.metrics()) < 4:
                 time.sleep(0.01)
             s.proc.send_signal(signal.SIGTERM)
             time.sleep(0.2)
