@@ -1,8 +1,9 @@
 //! The guards every request passes, as axum middleware, outermost first: metrics (every
-//! answer counted, whatever stopped it), the API key, admission (429 past
-//! `max_concurrent_requests`), the request timeout (503); and [`read_json`], which reads a
-//! body under the size limit (413) and the body timeout (408) and parses it (400 for
-//! malformed JSON, lone surrogates included; 422 for wrong types or missing fields).
+//! answer counted, whatever stopped it; `Connection: close` on an error to a request with a
+//! body), the API key, admission (429 past `max_concurrent_requests`), the request timeout
+//! (503); and [`read_json`], which reads a body under the size limit (413) and the body
+//! timeout (408) and parses it (400 for malformed JSON, lone surrogates included; 422 for
+//! wrong types or missing fields).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -20,12 +21,23 @@ use super::error::ApiError;
 use super::metrics::{RouteLabel, RouteStatus};
 use super::{AppState, ROUTES};
 
-/// Counts the answer by route and status and times it.
+/// Counts the answer by route and status and times it. An error answer to a request that
+/// carried a body says `Connection: close`: the body may be unread (a 401, 413 or 429 is
+/// decided without reading it), so the connection cannot carry another request, and a
+/// client must not try.
 pub(crate) async fn record(State(st): State<Arc<AppState>>, req: Request, next: Next) -> Response {
     let path = req.uri().path();
     let route = ROUTES.iter().copied().find(|r| *r == path).unwrap_or("other");
+    let has_body = req.headers().contains_key(header::TRANSFER_ENCODING)
+        || req
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .is_some_and(|v| v.to_str().ok().and_then(|n| n.parse::<u64>().ok()) != Some(0));
     let t0 = Instant::now();
-    let r = next.run(req).await;
+    let mut r = next.run(req).await;
+    if has_body && !r.status().is_success() {
+        r.headers_mut().insert(header::CONNECTION, header::HeaderValue::from_static("close"));
+    }
     st.metrics.requests.get_or_create(&RouteStatus { route, status: r.status().as_u16() }).inc();
     st.metrics.latency.get_or_create(&RouteLabel { route }).observe(t0.elapsed().as_secs_f64());
     r

@@ -324,7 +324,11 @@ def expect_error(r, status):
     ],
 )
 def test_bad_requests_get_a_status_and_a_one_line_json_error(tight, path, body, status):
-    expect_error(tight.http.post(path, content=body, headers={"content-type": "application/json"}), status)
+    r = tight.http.post(path, content=body, headers={"content-type": "application/json"})
+    expect_error(r, status)
+    if body:
+        # The body may be unread: the connection is not reused.
+        assert r.headers["connection"] == "close"
     tight.healthy_and_right()
 
 
@@ -533,7 +537,7 @@ def test_the_api_key_is_required_when_set_and_compared_exactly():
                         {"authorization": key}, {"authorization": f"Basic {key}"}]:
             r = s.http.post("/embed", json=body, headers=headers)
             expect_error(r, 401)
-            assert r.headers["www-authenticate"] == "Bearer"
+            assert r.headers["www-authenticate"] == "Bearer" and r.headers["connection"] == "close"
         expect_error(s.http.get("/metrics"), 401)
         expect_error(s.http.get("/info"), 401)
         assert s.http.get("/health").status_code == 200  # for load balancers
