@@ -220,7 +220,7 @@ def test_arrow_round_trip_equals_the_cli_parquet(docs):
         assert seamcut.Chunker(name).chunk_table(batch, meta_columns=["lang"],
                                                  embeddings=embeddings or False).equals(want)
     empty = seamcut.chunk_table(pa.table({"id": pa.array([], pa.string()), "text": pa.array([], pa.string())}))
-    assert empty.num_rows == 0 and empty.schema.names[:7] == ["doc_id", "index", "start", "end", "text", "tokens", "sentences"]
+    assert empty.num_rows == 0 and empty.schema.names[:8] == ["doc_id", "index", "start", "end", "text", "tokens", "sentences", "context"]
 
 
 def test_bad_rows_are_skipped_with_a_warning_or_raise():
