@@ -8,6 +8,7 @@ mod cli;
 mod corpus_jobs;
 mod embed_parity;
 mod kernels;
+mod late;
 mod lumber;
 mod metrics_parity;
 mod properties;
