@@ -378,3 +378,68 @@ fn bad_options_and_spans_are_one_line_errors() {
     let (v, _) = late::late_pool(m, &[LateDoc { text, spans: &spans }], ok).unwrap();
     assert_eq!(v.counts, vec![2, 2]);
 }
+
+/// The late pass's cost against ordinary unit embedding of the same text, with MiniLM (a
+/// measurement, not a test: it prints and asserts nothing about time). Run optimised:
+/// `cargo test --release --test it late::late_pass_timing -- --ignored --nocapture`.
+#[test]
+#[ignore = "a timing run; prints figures"]
+fn late_pass_timing() {
+    let model = minilm();
+    let m = model.as_ref();
+    let text = std::fs::read_to_string(root().join("benches/data-sentences.txt")).unwrap();
+    // Units: the lines, each owning its line break (covering spans).
+    let mut units = Vec::new();
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        units.push(Span::new(at, at + line.len()));
+        at += line.len();
+    }
+    let unit_texts: Vec<&str> = units.iter().map(|s| s.text(&text).trim_end()).collect();
+    let doc = [LateDoc { text: &text, spans: &units }];
+    let w = LateOptions::for_model(m).window;
+    let strides =
+        [("stride = window", w), ("stride = 3/4 window", w * 3 / 4), ("stride = 1/2 window", w.div_ceil(2))];
+    // This process's CPU seconds (user + system) from /proc, where there is one: on a shared
+    // machine it moves less with other jobs than the wall clock.
+    let cpu = || -> f64 {
+        let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+        let f: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+        let ticks: f64 = f.get(11..13).map_or(0.0, |x| x.iter().filter_map(|v| v.parse::<f64>().ok()).sum());
+        ticks / 100.0
+    };
+    // Rounds over every pass in turn (best of 3 each), so that a busy moment hits them alike.
+    let mut best = vec![(f64::MAX, f64::MAX, 0usize); 1 + strides.len()];
+    for _ in 0..3 {
+        for (i, b) in best.iter_mut().enumerate() {
+            let (t0, c0) = (std::time::Instant::now(), cpu());
+            let tokens = if i == 0 {
+                embed_texts(m, &unit_texts, EmbedOptions::default()).unwrap().1.tokens
+            } else {
+                let opts = LateOptions::for_model(m).with_stride(strides[i - 1].1);
+                late::late_pool(m, &doc, opts).unwrap().1.tokens
+            };
+            *b = (b.0.min(t0.elapsed().as_secs_f64()), b.1.min(cpu() - c0), tokens);
+        }
+    }
+    println!(
+        "{} bytes, {} units, {} threads; best of 3 rounds",
+        text.len(),
+        units.len(),
+        rayon::current_num_threads()
+    );
+    println!("| pass | wall s | CPU s | tokens run | wall × unit embedding | CPU × unit embedding |");
+    println!("|---|---|---|---|---|---|");
+    for (i, (wall, c, tokens)) in best.iter().enumerate() {
+        let name = if i == 0 {
+            "units embedded one by one".to_string()
+        } else {
+            format!("late, window {w}, {} ({})", strides[i - 1].0, strides[i - 1].1)
+        };
+        println!(
+            "| {name} | {wall:.2} | {c:.2} | {tokens} | {:.2} | {:.2} |",
+            wall / best[0].0,
+            c / best[0].1
+        );
+    }
+}
