@@ -511,7 +511,7 @@ impl TextTokenizer {
         if let Some(f) = &self.fast {
             let (mut ids, mut starts) =
                 (Vec::with_capacity(text.len() / 3), Vec::with_capacity(text.len() / 3));
-            if f.encode(text, &mut ids, Some(&mut starts)) {
+            if f.encode(text, &mut ids, Some(&mut starts), None) {
                 return (ids, starts);
             }
         }
