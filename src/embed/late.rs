@@ -99,29 +99,31 @@ impl LateOptions {
     /// One line: a window of 0 tokens, a stride of 0 or longer than the window, a window longer
     /// than the model takes (its maximum less its special tokens), a batch budget of 0.
     pub fn validate(&self, model: &dyn Embedder) -> Result<()> {
-        let bad = |m: String| Err(Error::Config(m));
         if self.window == 0 {
-            return bad("the late window must be at least 1 token".into());
+            return Err(Error::setting("late_window", "must be at least 1 token"));
         }
         if self.stride == 0 || self.stride > self.window {
-            return bad(format!(
-                "the late stride must be between 1 and the window ({} tokens), not {}",
-                self.window, self.stride
+            return Err(Error::setting(
+                "late_stride",
+                format!("must be between 1 and the window ({} tokens), not {}", self.window, self.stride),
             ));
         }
         if let Some(max) = content_limit(model) {
             if self.window > max {
                 let (pre, post) = model.special_ids();
-                return bad(format!(
-                    "the late window of {} tokens is longer than the model takes: {max} ({} less {} special tokens)",
-                    self.window,
-                    max + pre.len() + post.len(),
-                    pre.len() + post.len()
+                return Err(Error::setting(
+                    "late_window",
+                    format!(
+                        "{} tokens is longer than the model takes: {max} ({} less {} special tokens)",
+                        self.window,
+                        max + pre.len() + post.len(),
+                        pre.len() + post.len()
+                    ),
                 ));
             }
         }
         if self.batch_tokens == 0 {
-            return bad("the late pass's batch budget must be at least 1 token".into());
+            return Err(Error::Config("the late pass's batch budget must be at least 1 token".into()));
         }
         Ok(())
     }
