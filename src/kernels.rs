@@ -5,12 +5,16 @@
 //!   normalisation, over a flat `[tokens, dim]` batch of hidden states with `cu_seqlens`
 //!   offsets (`kernels/pool.cu`). It replaces the dense `n × tokens` pooling matrix the
 //!   host would otherwise build and upload per batch.
+//! - [`pool_spans`]: sums of row ranges of a `[rows, dim]` matrix, optionally L2-normalised
+//!   (`kernels/pool_spans.cu`): late pooling sums each (window, span) run of a batch's token
+//!   states, then each span's runs, so token states stay on the device ([`crate::embed::late`]).
 //! - [`band_many`]: the similarity band of every document of a batch in one launch over the
 //!   concatenated unit vectors (`kernels/band.cu`); only `rows × width` floats come back.
 //!
-//! Both are candle custom ops: on a CUDA tensor they launch the kernel; on any other device they
-//! run the CPU reference ([`pool_reference`], [`band_reference`]), which is what the kernels are
-//! tested against. The CPU pipeline does not call them (it keeps its own, unchanged code).
+//! All are candle custom ops: on a CUDA tensor they launch the kernel; on any other device they
+//! run the CPU reference ([`pool_reference`], [`pool_spans_reference`], [`band_reference`]),
+//! which is what the kernels are tested against. The CPU pipeline does not call `pool` and
+//! `band_many` (it keeps its own code); the late pass calls `pool_spans` on every device.
 
 use candle_core::{CpuStorage, CustomOp1, DType, Layout, Shape, Tensor};
 
@@ -20,11 +24,17 @@ use crate::Result;
 pub const POOL_CU: &str = include_str!("../kernels/pool.cu");
 /// `kernels/band.cu`.
 pub const BAND_CU: &str = include_str!("../kernels/band.cu");
+/// `kernels/pool_spans.cu`.
+pub const POOL_SPANS_CU: &str = include_str!("../kernels/pool_spans.cu");
 /// Every kernel source with its file name, for the NVRTC compile test.
-pub const SOURCES: &[(&str, &str)] = &[("pool.cu", POOL_CU), ("band.cu", BAND_CU)];
+pub const SOURCES: &[(&str, &str)] =
+    &[("pool.cu", POOL_CU), ("band.cu", BAND_CU), ("pool_spans.cu", POOL_SPANS_CU)];
 /// The entry points each source must export.
-pub const ENTRY_POINTS: &[(&str, &[&str])] =
-    &[("pool.cu", &["pool_l2_f32", "pool_l2_f16", "pool_l2_bf16"]), ("band.cu", &["band_f32"])];
+pub const ENTRY_POINTS: &[(&str, &[&str])] = &[
+    ("pool.cu", &["pool_l2_f32", "pool_l2_f16", "pool_l2_bf16"]),
+    ("band.cu", &["band_f32"]),
+    ("pool_spans.cu", &["pool_spans_f32", "pool_spans_f16", "pool_spans_bf16"]),
+];
 /// NVRTC options. PTX for compute 7.5 (the oldest architecture NVRTC 13 targets): the driver
 /// JIT-compiles it for the card at hand (Hopper included) and caches the result.
 pub const NVRTC_OPTIONS: &[&str] = &["--gpu-architecture=compute_75", "--std=c++17"];
@@ -55,6 +65,26 @@ pub fn pool_reference(hidden: &[f32], cu_seqlens: &[u32], dim: usize, cls: bool)
         o.iter_mut().for_each(|x| *x *= inv);
         let norm = o.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
         o.iter_mut().for_each(|x| *x /= norm);
+    }
+    out
+}
+
+/// Sums of row ranges: `out[r]` is the sum of rows `starts[r]..ends[r]` of the `[rows, dim]`
+/// matrix `x`, added in row order in f32, then L2-normalised when `unit` (norm clamped at
+/// 1e-12). An empty range gives a zero row. Ranges may overlap and come in any order.
+#[must_use]
+pub fn pool_spans_reference(x: &[f32], starts: &[u32], ends: &[u32], dim: usize, unit: bool) -> Vec<f32> {
+    let mut out = vec![0f32; starts.len() * dim];
+    for ((o, &a), &b) in out.chunks_mut(dim.max(1)).zip(starts).zip(ends) {
+        for t in a as usize..b as usize {
+            for (x, y) in o.iter_mut().zip(&x[t * dim..(t + 1) * dim]) {
+                *x += y;
+            }
+        }
+        if unit {
+            let norm = o.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
+            o.iter_mut().for_each(|x| *x /= norm);
+        }
     }
     out
 }
@@ -100,6 +130,32 @@ pub fn pool(hidden: &Tensor, cu_seqlens: &[u32], cls: bool) -> Result<Tensor> {
     Ok(hidden.contiguous()?.apply_op1_no_bwd(&PoolOp { cu_seqlens: cu_seqlens.to_vec(), cls })?)
 }
 
+/// Sums of row ranges of `x` (`[rows, dim]`, f32, f16 or bf16): `[ranges, dim]` f32, range `r`
+/// being rows `starts[r]..ends[r]`, L2-normalised rows when `unit`; on `x`'s device (see
+/// [`pool_spans_reference`]). With no ranges, or no rows, the (zero) result is a host tensor:
+/// no launch and no zero-byte device allocation.
+///
+/// # Errors
+/// If `x` is not a matrix, `starts` and `ends` differ in length, a range is reversed or ends
+/// past the last row, or the device fails.
+pub fn pool_spans(x: &Tensor, starts: &[u32], ends: &[u32], unit: bool) -> Result<Tensor> {
+    let (rows, dim) = x.dims2()?;
+    if starts.len() != ends.len() {
+        return Err(crate::Error::Internal(format!("{} range starts for {} ends", starts.len(), ends.len())));
+    }
+    if let Some((a, b)) = starts.iter().zip(ends).find(|&(&a, &b)| a > b || b as usize > rows) {
+        return Err(crate::Error::Internal(format!("row range {a}..{b} outside {rows} rows")));
+    }
+    if starts.is_empty() || rows == 0 {
+        return Ok(Tensor::zeros((starts.len(), dim), DType::F32, &candle_core::Device::Cpu)?);
+    }
+    Ok(x.contiguous()?.apply_op1_no_bwd(&PoolSpansOp {
+        starts: starts.to_vec(),
+        ends: ends.to_vec(),
+        unit,
+    })?)
+}
+
 /// The band (`width` look-back) of every document of a batch: `vectors` is `[rows, dim]` f32,
 /// documents end to end, document `d` being rows `offsets[d]..offsets[d+1]`. Returns
 /// `[rows, width]` f32, in [`crate::band::Band`]'s row layout.
@@ -136,6 +192,12 @@ struct BandOp {
     width: usize,
 }
 
+struct PoolSpansOp {
+    starts: Vec<u32>,
+    ends: Vec<u32>,
+    unit: bool,
+}
+
 fn contiguous<'a, T>(data: &'a [T], layout: &Layout) -> candle_core::Result<&'a [T]> {
     match layout.contiguous_offsets() {
         Some((a, b)) => Ok(&data[a..b]),
@@ -167,6 +229,40 @@ impl CustomOp1 for PoolOp {
         layout: &Layout,
     ) -> candle_core::Result<(candle_core::CudaStorage, Shape)> {
         cuda::pool(self, storage, layout)
+    }
+}
+
+impl CustomOp1 for PoolSpansOp {
+    fn name(&self) -> &'static str {
+        "seamcut-pool-spans"
+    }
+
+    fn cpu_fwd(&self, storage: &CpuStorage, layout: &Layout) -> candle_core::Result<(CpuStorage, Shape)> {
+        let dim = layout.dims()[1];
+        let out = match storage {
+            CpuStorage::F32(v) => {
+                pool_spans_reference(contiguous(v, layout)?, &self.starts, &self.ends, dim, self.unit)
+            }
+            CpuStorage::F16(v) => {
+                let x: Vec<f32> = contiguous(v, layout)?.iter().map(|x| x.to_f32()).collect();
+                pool_spans_reference(&x, &self.starts, &self.ends, dim, self.unit)
+            }
+            CpuStorage::BF16(v) => {
+                let x: Vec<f32> = contiguous(v, layout)?.iter().map(|x| x.to_f32()).collect();
+                pool_spans_reference(&x, &self.starts, &self.ends, dim, self.unit)
+            }
+            _ => candle_core::bail!("span pooling needs f32, f16 or bf16 rows"),
+        };
+        Ok((CpuStorage::F32(out), Shape::from((self.starts.len(), dim))))
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        storage: &candle_core::CudaStorage,
+        layout: &Layout,
+    ) -> candle_core::Result<(candle_core::CudaStorage, Shape)> {
+        cuda::pool_spans(self, storage, layout)
     }
 }
 
@@ -203,13 +299,18 @@ mod cuda {
     use candle_core::cuda_backend::WrapErr;
     use candle_core::{CudaStorage, DType, Layout, Shape};
 
-    use super::{BandOp, PoolOp, THREADS};
+    use super::{BandOp, PoolOp, PoolSpansOp, THREADS};
 
     /// PTX text per source, compiled on first use (NVRTC takes a few hundred milliseconds).
     fn ptx(name: &'static str, src: &'static str) -> candle_core::Result<&'static str> {
         static POOL: OnceLock<Result<String, String>> = OnceLock::new();
         static BAND: OnceLock<Result<String, String>> = OnceLock::new();
-        let cell = if name == "pool.cu" { &POOL } else { &BAND };
+        static SPANS: OnceLock<Result<String, String>> = OnceLock::new();
+        let cell = match name {
+            "pool.cu" => &POOL,
+            "pool_spans.cu" => &SPANS,
+            _ => &BAND,
+        };
         let compiled = cell.get_or_init(|| {
             let opts = CompileOptions {
                 options: super::NVRTC_OPTIONS.iter().map(|s| (*s).to_string()).collect(),
@@ -278,6 +379,54 @@ mod cuda {
                 }
                 other => candle_core::bail!("pooling needs f32, f16 or bf16 hidden states, not {other:?}"),
             }
+        }
+        Ok((CudaStorage::wrap_cuda_slice(out, dev.clone()), Shape::from((n, dim))))
+    }
+
+    pub(super) fn pool_spans(
+        op: &PoolSpansOp,
+        storage: &CudaStorage,
+        layout: &Layout,
+    ) -> candle_core::Result<(CudaStorage, Shape)> {
+        let dev = &storage.device;
+        let (start, _, dim) = rows_of(layout)?;
+        let n = op.starts.len();
+        let stream = dev.cuda_stream();
+        let starts = stream.clone_htod(&op.starts).w()?;
+        let ends = stream.clone_htod(&op.ends).w()?;
+        let mut out = dev.alloc_zeros::<f32>(n * dim)?;
+        let ptx = ptx("pool_spans.cu", super::POOL_SPANS_CU)?;
+        let cfg =
+            LaunchConfig { grid_dim: (n as u32, 1, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 };
+        let (dim_i, unit) = (dim as i32, i32::from(op.unit));
+        match storage.dtype() {
+            DType::F32 => {
+                let f = dev.get_or_load_custom_func("pool_spans_f32", "seamcut_pool_spans", ptx)?;
+                let src = storage.as_cuda_slice::<f32>()?.slice(start..);
+                let mut b = f.builder();
+                b.arg(&src).arg(&starts).arg(&ends).arg(&mut out).arg(&dim_i).arg(&unit);
+                // SAFETY: every range lies within the tensor's rows (checked by
+                // `kernels::pool_spans`, which also never calls this with no ranges); the kernel
+                // writes n × dim floats.
+                unsafe { b.launch(cfg) }.w()?;
+            }
+            DType::F16 => {
+                let f = dev.get_or_load_custom_func("pool_spans_f16", "seamcut_pool_spans", ptx)?;
+                let src = storage.as_cuda_slice::<half::f16>()?.slice(start..);
+                let mut b = f.builder();
+                b.arg(&src).arg(&starts).arg(&ends).arg(&mut out).arg(&dim_i).arg(&unit);
+                // SAFETY: as above.
+                unsafe { b.launch(cfg) }.w()?;
+            }
+            DType::BF16 => {
+                let f = dev.get_or_load_custom_func("pool_spans_bf16", "seamcut_pool_spans", ptx)?;
+                let src = storage.as_cuda_slice::<half::bf16>()?.slice(start..);
+                let mut b = f.builder();
+                b.arg(&src).arg(&starts).arg(&ends).arg(&mut out).arg(&dim_i).arg(&unit);
+                // SAFETY: as above.
+                unsafe { b.launch(cfg) }.w()?;
+            }
+            other => candle_core::bail!("span pooling needs f32, f16 or bf16 rows, not {other:?}"),
         }
         Ok((CudaStorage::wrap_cuda_slice(out, dev.clone()), Shape::from((n, dim))))
     }
@@ -378,6 +527,40 @@ mod tests {
             assert!((a - b).abs() < 2e-3);
         }
         assert!(pool(&t, &[0, 4, 5], false).is_err());
+    }
+
+    #[test]
+    fn pool_spans_sums_row_ranges_and_checks_them() {
+        // Rows (1, 0), (3, 4), (0, 2); ranges: two rows, empty, the last row, all, the first.
+        let x = [1.0, 0.0, 3.0, 4.0, 0.0, 2.0];
+        let (starts, ends) = ([0u32, 1, 2, 0, 0], [2u32, 1, 3, 3, 1]);
+        let sums = pool_spans_reference(&x, &starts, &ends, 2, false);
+        assert_eq!(sums, vec![4.0, 4.0, 0.0, 0.0, 0.0, 2.0, 4.0, 6.0, 1.0, 0.0]);
+        let unit = pool_spans_reference(&x, &starts, &ends, 2, true);
+        let r = 0.5f32.sqrt();
+        assert!((unit[0] - r).abs() < 1e-6 && (unit[1] - r).abs() < 1e-6);
+        assert_eq!(&unit[2..4], &[0.0, 0.0], "an empty range stays a zero row");
+        assert_eq!(&unit[4..6], &[0.0, 1.0]);
+        // The op on a CPU tensor (f32 and f16) is the reference.
+        let t = Tensor::from_slice(&x, (3, 2), &Device::Cpu).unwrap();
+        let got =
+            pool_spans(&t, &starts, &ends, false).unwrap().flatten_all().unwrap().to_vec1::<f32>().unwrap();
+        assert_eq!(got, sums);
+        let half = t.to_dtype(DType::F16).unwrap();
+        let got =
+            pool_spans(&half, &starts, &ends, true).unwrap().flatten_all().unwrap().to_vec1::<f32>().unwrap();
+        assert!(got.iter().zip(&unit).all(|(a, b)| (a - b).abs() < 1e-3));
+        // Bad ranges are errors, not out-of-bounds reads.
+        assert!(pool_spans(&t, &[0], &[4], false).is_err());
+        assert!(pool_spans(&t, &[2], &[1], false).is_err());
+        assert!(pool_spans(&t, &[0, 1], &[1], false).is_err());
+        // No ranges, or no rows: zeros without a launch.
+        assert_eq!(pool_spans(&t, &[], &[], false).unwrap().dims(), &[0, 2]);
+        let empty = Tensor::zeros((0, 2), DType::F32, &Device::Cpu).unwrap();
+        assert_eq!(
+            pool_spans(&empty, &[0], &[0], true).unwrap().to_vec2::<f32>().unwrap(),
+            vec![vec![0f32; 2]]
+        );
     }
 
     #[test]

@@ -322,6 +322,19 @@ struct SpecArgs {
     /// re-embedding its text (as chonkie and LangChain do; slower). [default: mean]
     #[arg(long, value_enum)]
     window: Option<WindowMode>,
+    /// Embedding chunkers' unit vectors: each unit embedded on its own, or pooled from the
+    /// late pass over its whole document (which also gives --embeddings late from the same
+    /// pass). [default: independent]
+    #[arg(long, value_enum)]
+    unit_vectors: Option<seamcut::spec::UnitVectors>,
+    /// The late pass's window in content tokens, or `auto` (the model's measured default).
+    /// [default: auto]
+    #[arg(long)]
+    late_window: Option<seamcut::spec::LateTokens>,
+    /// Tokens between late windows' starts, or `auto` (half the window, or the model's
+    /// measured default). [default: auto]
+    #[arg(long)]
+    late_stride: Option<seamcut::spec::LateTokens>,
     /// A document whose model pass fails: chunk it by sentence packing (counted and listed),
     /// or fail it (then --on-error decides). [default: sentence]
     #[arg(long, value_enum)]
@@ -432,6 +445,7 @@ macro_rules! spec_flags {
         $m!(max_tokens => max_tokens, min_tokens => min_tokens, overlap => overlap, sizer => sizer,
             device => device, dtype => dtype, units => units,
             min_characters_per_sentence => min_characters_per_sentence, window => window,
+            unit_vectors => unit_vectors, late_window => late_window, late_stride => late_stride,
             on_model_error => on_model_error, hard_thr => maxmin.hard_thr, c => maxmin.c,
             init_const => maxmin.init_const, threshold => minima.threshold,
             similarity_window => minima.similarity_window, min_sentences => minima.min_sentences,
@@ -740,8 +754,9 @@ struct ChunkArgs {
     #[arg(long, value_name = "I/N")]
     shard: Option<String>,
     /// Add each chunk's vector: `mean` of its unit vectors (embedding chunkers, free),
-    /// `reembed` its text with --model, or `auto` (mean if it can, else reembed). Parquet: an
-    /// `embedding` column; JSONL: OUT.npy.
+    /// `reembed` its text with --model, `late` (pooled from the token states of a pass over the
+    /// whole document: a vector that knows its context; --late-window, --late-stride), or
+    /// `auto` (mean if it can, else reembed). Parquet: an `embedding` column; JSONL: OUT.npy.
     #[arg(long, value_enum)]
     embeddings: Option<EmbeddingMode>,
     /// Chunks longer than the model's window under --embeddings reembed: truncate or mean.

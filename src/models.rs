@@ -12,6 +12,7 @@ use serde::Deserialize;
 
 use crate::device::{Compute, DeviceSpec, Precision};
 use crate::embed::bert::{model_type, BertEmbedder};
+use crate::embed::late::LateOptions;
 use crate::embed::static_model::{is_static_model, StaticEmbedder};
 use crate::embed::Embedder;
 use crate::{Error, Result};
@@ -32,6 +33,12 @@ pub struct CatalogEntry {
     /// whatever it is called or wherever it lies.
     #[serde(default)]
     pub fingerprints: Vec<String>,
+    /// The late pass's window and stride (content tokens) measured for this model
+    /// ([`Model::late_options`]); absent: the model's own or the fallback defaults.
+    #[serde(default)]
+    pub late_window: Option<usize>,
+    #[serde(default)]
+    pub late_stride: Option<usize>,
     #[serde(default)]
     pub notes: Option<String>,
 }
@@ -233,6 +240,33 @@ impl Model {
         cat.into_iter()
             .find(|e| e.name == self.name || e.hub.as_deref() == Some(self.name.as_str()))
             .map(|e| (e, "catalog name"))
+    }
+}
+
+impl Model {
+    /// The late pass's defaults for this model: the catalog's measured window and stride where
+    /// its entry has them ([`Self::calibration`]), else [`LateOptions::for_model`]. A catalog
+    /// window longer than this copy of the model takes is cut to what it takes, and the stride
+    /// to the window.
+    #[must_use]
+    pub fn late_options(&self) -> LateOptions {
+        let mut o = LateOptions::for_model(self.embedder.as_ref());
+        if let Some((entry, _)) = self.calibration() {
+            if let Some(w) = entry.late_window {
+                let (pre, post) = self.embedder.special_ids();
+                let limit = self
+                    .embedder
+                    .max_tokens()
+                    .map_or(usize::MAX, |m| m.saturating_sub(pre.len() + post.len()));
+                o.window = w.min(limit).max(1);
+                o.stride = o.window.div_ceil(2);
+            }
+            if let Some(s) = entry.late_stride {
+                o.stride = s;
+            }
+            o.stride = o.stride.clamp(1, o.window);
+        }
+        o
     }
 }
 

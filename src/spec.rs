@@ -25,6 +25,7 @@ use crate::chunkers::lumber::{Guide, LumberChunker, LumberParams};
 use crate::chunkers::semantic::{ModelErrorPolicy, Rule, SemanticChunker, Splitter, WindowMode};
 use crate::chunkers::{build as build_baseline, ChunkOptions, Chunker, ChunkerKind};
 use crate::device::{Compute, DeviceSpec, Precision};
+use crate::embed::late::LateOptions;
 use crate::llm::LlmSpec;
 use crate::models::ModelSpec;
 use crate::rules::breakpoint::{BreakpointParams, ThresholdType};
@@ -79,6 +80,16 @@ pub struct ChunkerSpec {
     pub min_characters_per_sentence: usize,
     /// Minima and breakpoints: how a window of units is embedded.
     pub window: WindowMode,
+    /// Where the embedding chunkers' unit vectors come from: each unit embedded on its own,
+    /// or pooled from token states of the whole document (the late pass, which then also gives
+    /// chunk vectors with no second pass).
+    pub unit_vectors: UnitVectors,
+    /// The late pass's window, in content tokens: `auto` (the model's measured default) or a
+    /// number (at most the model's window less its special tokens).
+    pub late_window: LateTokens,
+    /// Tokens from one late window's start to the next: `auto` (half the window, or the
+    /// model's measured default) or a number (1 to the window).
+    pub late_stride: LateTokens,
     pub maxmin: MaxMinSpec,
     pub minima: MinimaSpec,
     pub breakpoint: BreakpointSpec,
@@ -107,6 +118,9 @@ impl Default for ChunkerSpec {
             units: UnitKind::default(),
             min_characters_per_sentence: 24,
             window: WindowMode::default(),
+            unit_vectors: UnitVectors::default(),
+            late_window: LateTokens::Auto,
+            late_stride: LateTokens::Auto,
             maxmin: MaxMinSpec::default(),
             minima: MinimaSpec::default(),
             breakpoint: BreakpointSpec::default(),
@@ -131,6 +145,28 @@ pub enum UnitKind {
     Segmenter,
     /// chonkie's delimiter splitter (for parity with chonkie).
     Delimiters,
+}
+
+/// Where unit vectors come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+#[serde(rename_all = "kebab-case")]
+pub enum UnitVectors {
+    /// Each unit embedded on its own, its text alone in the model's window.
+    #[default]
+    Independent,
+    /// Each unit pooled from the token states of its document's late pass
+    /// ([`crate::embed::late`]): one encoder pass gives the rules' unit vectors and the index's
+    /// chunk vectors.
+    Late,
+}
+
+/// A late window or stride: `auto`, or a number of tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LateTokens {
+    #[default]
+    Auto,
+    Fixed(usize),
 }
 
 /// Max–Min's parameters (Kiss, Nagy, Szilágyi 2025).
@@ -339,6 +375,7 @@ macro_rules! auto_or_number {
 auto_or_number!(MinTokens, usize);
 auto_or_number!(HardThr, f64);
 auto_or_number!(TargetTokens, usize);
+auto_or_number!(LateTokens, usize);
 
 impl ChunkerSpec {
     /// A spec for `chunker` with every other field at its default.
@@ -523,11 +560,23 @@ impl ChunkerSpec {
         if let Some(on) = self.device_bands {
             chunker = chunker.with_device_bands(on); // else SemanticChunker's default: on CUDA
         }
+        let late = match self.unit_vectors {
+            UnitVectors::Late => Some(self.late_options(&model)?),
+            UnitVectors::Independent => None,
+        };
+        let late_note = late.map_or_else(String::new, |o| {
+            format!("; unit vectors late (window {}, stride {})", o.window, o.stride)
+        });
         Ok(Box::new(
             chunker
+                .with_late_units(late)
                 .with_splitter(splitter)
                 .with_model_error_policy(self.on_model_error)
-                .with_description(format!("{} on {}{calibration}", self.chunker, model.embedder.describe())),
+                .with_description(format!(
+                    "{} on {}{calibration}{late_note}",
+                    self.chunker,
+                    model.embedder.describe()
+                )),
         ))
     }
 
@@ -655,6 +704,25 @@ impl ChunkerSpec {
         })
     }
 
+    /// The late pass's options for `model`: the model's defaults
+    /// ([`crate::models::Model::late_options`]) under `late_window` and `late_stride` (a window
+    /// given alone gets half of it as its stride).
+    ///
+    /// # Errors
+    /// A window or stride the model cannot take ([`LateOptions::validate`]).
+    pub fn late_options(&self, model: &crate::models::Model) -> Result<LateOptions> {
+        let mut o = model.late_options();
+        if let LateTokens::Fixed(w) = self.late_window {
+            o.window = w;
+            o.stride = w.div_ceil(2);
+        }
+        if let LateTokens::Fixed(s) = self.late_stride {
+            o.stride = s;
+        }
+        o.validate(model.embedder.as_ref())?;
+        Ok(o)
+    }
+
     /// Whether this spec's chunker reads `setting` (a field's path: `model`,
     /// `maxmin.hard_thr`, `lumber.candidates`), so that a front end can say when a setting
     /// given does nothing. With `embeds` (chunk vectors asked for), a chunker without a model
@@ -673,6 +741,8 @@ impl ChunkerSpec {
             "device_bands" => matches!(k, K::Maxmin | K::Global),
             "units" | "min_characters_per_sentence" => embedding,
             "window" => matches!(k, K::Minima | K::Breakpoint),
+            "unit_vectors" => embedding,
+            "late_window" | "late_stride" => embeds || (embedding && self.unit_vectors == UnitVectors::Late),
             "maxmin" => k == K::Maxmin,
             "minima" => k == K::Minima,
             "breakpoint" => k == K::Breakpoint,

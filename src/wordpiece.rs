@@ -499,6 +499,45 @@ impl TextTokenizer {
         self.hf.encode_fast(text, false).ok().map(|e| e.get_ids().to_vec())
     }
 
+    /// Content token ids with the byte offset where each token starts in `text` (the same ids
+    /// as [`Self::ids`], one start per id, non-decreasing, at most `text.len()`). A token's start
+    /// is its first byte that is not whitespace: SentencePiece's `▁word` and byte-level BPE's
+    /// `Ġword` tokens cover the space before their word, which belongs to the text before it
+    /// (a token of whitespace alone keeps its own start). Several tokens may share a start (a
+    /// character split into byte pieces). Empty when the HF pipeline fails on `text`, as
+    /// [`Self::ids`] is.
+    #[must_use]
+    pub fn ids_and_starts(&self, text: &str) -> (Vec<u32>, Vec<usize>) {
+        if let Some(f) = &self.fast {
+            let (mut ids, mut starts) =
+                (Vec::with_capacity(text.len() / 3), Vec::with_capacity(text.len() / 3));
+            if f.encode(text, &mut ids, Some(&mut starts), None) {
+                return (ids, starts);
+            }
+        }
+        match self.hf.encode(text, false) {
+            Ok(enc) => {
+                let mut last = 0;
+                let starts = enc
+                    .get_offsets()
+                    .iter()
+                    .map(|&(s, e)| {
+                        // Offsets are bytes into `text` (the Rust API).
+                        let (s, e) = (s.min(text.len()), e.min(text.len()).max(s.min(text.len())));
+                        let inner = text.get(s..e).map_or(0, |t| t.len() - t.trim_start().len());
+                        let start = if s + inner < e { s + inner } else { s };
+                        // Kept monotone, as [`Self::token_starts`] does, so tokens map to spans
+                        // in order.
+                        last = start.max(last);
+                        last
+                    })
+                    .collect();
+                (enc.get_ids().to_vec(), starts)
+            }
+            Err(_) => (Vec::new(), Vec::new()),
+        }
+    }
+
     /// Number of content tokens.
     #[must_use]
     pub fn count(&self, text: &str) -> usize {

@@ -26,12 +26,25 @@ use crate::chunk::ChunkSpan;
 use crate::embed::{self, EmbedOptions, Embedder};
 use crate::Result;
 
+/// The chunk vectors a chunker's own pass is asked for ([`super::Chunker::prepare_batch`]);
+/// what it cannot give (a baseline's, a fallback document's) the caller embeds
+/// ([`crate::pipeline::batch`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ChunkVectors {
+    #[default]
+    None,
+    /// The mean of each chunk's unit vectors.
+    Mean,
+    /// Each chunk pooled from its tokens' states in the late pass over its document.
+    Late(crate::embed::late::LateOptions),
+}
+
 /// One document's chunks from the batch path.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct DocChunks {
     pub spans: Vec<ChunkSpan>,
     /// The chunks' vectors, `spans.len() × dim` floats, L2-normalised, when they were asked
-    /// for and came out of the chunker's own pass (the mean of each chunk's unit vectors).
+    /// for and came out of the chunker's own pass ([`ChunkVectors`]).
     pub vectors: Option<Vec<f32>>,
     /// Why the document was chunked by the model-error fallback
     /// ([`super::semantic::ModelErrorPolicy::Sentence`]), if it was.
@@ -119,13 +132,13 @@ pub struct UnitBatch {
 impl UnitBatch {
     /// The units of every text (`units_of`, in parallel; a text of only whitespace has none),
     /// with the token ids that counted them where `units_of` gives them
-    /// ([`crate::embed::prepare_known`]: each unit is tokenized once), planned for `model`.
+    /// ([`crate::embed::prepare_known`]: each unit is tokenized once), planned for `model`;
+    /// with no model, the units alone (their vectors come from elsewhere, the late pass).
     #[must_use]
     pub fn new(
         texts: &[&str],
         units_of: impl Fn(&str) -> (Units, UnitIds) + Sync,
-        model: &dyn Embedder,
-        opts: EmbedOptions,
+        model: Option<(&dyn Embedder, EmbedOptions)>,
     ) -> Self {
         let (units, ids): (Vec<Units>, Vec<UnitIds>) = texts
             .par_iter()
@@ -145,8 +158,17 @@ impl UnitBatch {
             }
         }
         offsets.push(all.len());
-        let prepared = embed::prepare_known(model, &all, known, opts);
+        let prepared = match model {
+            Some((model, opts)) => embed::prepare_known(model, &all, known, opts),
+            None => embed::Prepared::default(),
+        };
         Self { units, offsets, prepared }
+    }
+
+    /// Document `d`'s units in the pass: `first..first + units[d].len()`.
+    #[must_use]
+    pub fn first(&self, d: usize) -> usize {
+        self.offsets[d]
     }
 
     /// Units in the batch.

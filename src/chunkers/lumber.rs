@@ -238,8 +238,11 @@ impl Chunker for LumberChunker {
         use rayon::prelude::*;
         let (batch, units, vectors) = match &self.guide {
             Some(g) => {
-                let mut b =
-                    UnitBatch::new(texts, |t| (self.units(t), Vec::new()), g.embedder.as_ref(), g.embed_opts);
+                let mut b = UnitBatch::new(
+                    texts,
+                    |t| (self.units(t), Vec::new()),
+                    Some((g.embedder.as_ref(), g.embed_opts)),
+                );
                 let v = b.run(g.embedder.as_ref());
                 (Some(b), Vec::new(), v)
             }

@@ -29,7 +29,7 @@ pub mod units;
 
 use std::sync::Arc;
 
-pub use batch::{DeviceTime, DocChunks, Pending};
+pub use batch::{ChunkVectors, DeviceTime, DocChunks, Pending};
 
 use crate::cap::Cap;
 use crate::chunk::ChunkSpan;
@@ -210,11 +210,11 @@ pub trait Chunker: Send + Sync {
 
     /// The first stage of the batch path ([`batch`]): what can be done for `texts` before the
     /// device's part. Chunkers without a model pass chunk here (the default:
-    /// [`Self::chunk_batch`]); embedding chunkers find and tokenize units. `mean_vectors`
-    /// asks for each chunk's vector as the mean of its unit vectors (chunkers with unit
-    /// vectors only; see [`Self::unit_model`]).
-    fn prepare_batch<'c>(&'c self, texts: &[&str], mean_vectors: bool) -> Pending<'c> {
-        let _ = mean_vectors;
+    /// [`Self::chunk_batch`]); embedding chunkers find and tokenize units. `vectors` asks for
+    /// chunk vectors from the chunker's own pass, which only chunkers with unit vectors give
+    /// ([`Self::unit_model`]); the others leave them to the caller.
+    fn prepare_batch<'c>(&'c self, texts: &[&str], vectors: ChunkVectors) -> Pending<'c> {
+        let _ = vectors;
         Pending::done(self.chunk_batch(texts).into_iter().map(|r| r.map(DocChunks::spans)).collect())
     }
 

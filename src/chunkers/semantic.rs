@@ -14,7 +14,9 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use super::batch::{DeviceTime, DocChunks, Pending, UnitBatch};
+use std::borrow::Cow;
+
+use super::batch::{ChunkVectors, DeviceTime, DocChunks, Pending, UnitBatch};
 use super::pack::fill_sentence_counts;
 use super::units::{paragraph_units, paragraph_units_ids, sentence_units, spans_to_units, UnitIds, Units};
 use super::{ChunkOptions, Chunker, ChunkerKind};
@@ -22,6 +24,7 @@ use crate::band::Band;
 use crate::cap::Cap;
 use crate::chunk::ChunkSpan;
 use crate::device::Compute;
+use crate::embed::late::{self, LateDoc, LateOptions, LatePrepared, LateVectors};
 use crate::embed::{embed_texts, EmbedOptions, Embedder};
 use crate::rules::breakpoint::{breakpoints, BreakpointParams};
 use crate::rules::global::{global, GlobalParams};
@@ -185,6 +188,8 @@ pub struct SemanticChunker {
     fallbacks: std::sync::atomic::AtomicU64,
     device_bands: bool,
     shared_tokenizer: bool,
+    /// Unit vectors from the late pass with these options (`None`: each unit on its own).
+    late_units: Option<LateOptions>,
 }
 
 /// The chunks of one document and, for each, the range of units it groups.
@@ -265,6 +270,7 @@ impl SemanticChunker {
             device_bands: compute.bands_on_device(),
             compute,
             shared_tokenizer: false,
+            late_units: None,
         }
     }
 
@@ -294,6 +300,15 @@ impl SemanticChunker {
     #[must_use]
     pub fn uses_device_bands(&self) -> bool {
         self.device_bands && self.rule.band_only()
+    }
+
+    /// Take the unit vectors from the late pass over each document with `opts`
+    /// ([`crate::embed::late`]; validated by the caller), or (`None`) embed each unit on its
+    /// own. With the late pass, late chunk vectors come from the same pass.
+    #[must_use]
+    pub fn with_late_units(mut self, opts: Option<LateOptions>) -> Self {
+        self.late_units = opts;
+        self
     }
 
     /// Choose the sentence splitter.
@@ -566,30 +581,66 @@ impl SemanticChunker {
 
     /// The prepare stage: every document's units, tokenized and planned for one embedding
     /// pass (units of all documents batched together by token budget, so a GPU sees full
-    /// batches even for short documents).
-    fn prepare(&self, texts: &[&str], mean_vectors: bool) -> SemanticBatch {
-        let units =
-            UnitBatch::new(texts, |t| self.units_with_ids(t), self.embedder.as_ref(), self.embed_opts);
-        SemanticBatch { units, mean_vectors, embedded: None }
+    /// batches even for short documents), and the documents planned for the late pass when
+    /// unit or chunk vectors come from it.
+    fn prepare(&self, texts: &[&str], want: ChunkVectors) -> SemanticBatch {
+        let model = self.embedder.as_ref();
+        let units = match self.late_units {
+            None => UnitBatch::new(texts, |t| self.units_with_ids(t), Some((model, self.embed_opts))),
+            Some(_) => UnitBatch::new(texts, |t| (self.units(t), Vec::new()), None),
+        };
+        let late_opts = match (self.late_units, want) {
+            (Some(o), _) | (None, ChunkVectors::Late(o)) => Some(o),
+            _ => None,
+        };
+        let late = late_opts.map(|o| {
+            let docs: Vec<LateDoc<'_>> =
+                texts.iter().zip(&units.units).map(|(t, u)| LateDoc { text: t, spans: &u.spans }).collect();
+            (late::prepare(model, &docs, o), o)
+        });
+        SemanticBatch { units, want, late, late_out: None, embedded: None }
     }
 
-    /// The device stage: the batch's unit vectors, or, where the rule reads only the band and
-    /// the unit vectors are not wanted on the host, every document's band computed where the
-    /// vectors are ([`Self::uses_device_bands`]).
+    /// The device stage: the batch's unit vectors (each unit on its own, or pooled by the late
+    /// pass), or, where the rule reads only the band and the unit vectors are not wanted on the
+    /// host, every document's band computed where the vectors are
+    /// ([`Self::uses_device_bands`]); and the late pass's span sums for late chunk vectors.
     pub(crate) fn embed_batch(&self, b: &mut SemanticBatch) -> DeviceTime {
         let model = self.embedder.as_ref();
         let mut time = DeviceTime::default();
-        if self.uses_device_bands() && !b.mean_vectors {
-            let bands = b.units.run_tensor(model).and_then(|v| {
-                let Some(v) = v else { return Ok(None) };
-                // The encoder's work is queued asynchronously: wait for it, so that the
-                // band's time is its own.
-                v.device().synchronize()?;
-                let t = std::time::Instant::now();
-                let bands = self.bands_of(&v, &b.units.units);
-                time.bands = t.elapsed().as_secs_f64();
-                bands.map(Some)
+        let bands_here = self.uses_device_bands() && b.want != ChunkVectors::Mean;
+        let mut bands_of = |v: candle_core::Tensor, units: &[Units]| -> crate::Result<Vec<Band>> {
+            // The encoder's work is queued asynchronously: wait for it, so that the band's
+            // time is its own.
+            v.device().synchronize()?;
+            let t = std::time::Instant::now();
+            let bands = self.bands_of(&v, units);
+            time.bands += t.elapsed().as_secs_f64();
+            bands
+        };
+        if let Some((prepared, _)) = b.late.take() {
+            let late_chunks = matches!(b.want, ChunkVectors::Late(_));
+            let out = prepared.and_then(|p| late::run_tensor(model, &p)).and_then(|(t, _)| {
+                if self.late_units.is_some() && bands_here {
+                    b.embedded = Some(match t.unit_vectors().and_then(|v| bands_of(v, &b.units.units)) {
+                        Ok(bands) => Embedded::Bands(bands),
+                        // Recovered on the host, document by document.
+                        Err(e) => Embedded::Vectors(Err(e)),
+                    });
+                    if !late_chunks {
+                        return Ok(LateVectors::default());
+                    }
+                }
+                t.to_host()
             });
+            b.late_out = Some(out);
+        }
+        if self.late_units.is_some() {
+            return time;
+        }
+        if bands_here {
+            let bands =
+                b.units.run_tensor(model).and_then(|v| v.map(|v| bands_of(v, &b.units.units)).transpose());
             match bands {
                 Ok(Some(bands)) => {
                     b.embedded = Some(Embedded::Bands(bands));
@@ -609,33 +660,83 @@ impl SemanticChunker {
     }
 
     /// The finish stage: bands, rules, sizing and exact counts per document (in parallel),
-    /// mean chunk vectors when asked for, and [`ModelErrorPolicy`] for a document whose model
-    /// pass failed (its units are first embedded on their own when the batch's pass failed).
+    /// chunk vectors when asked for, and [`ModelErrorPolicy`] for a document whose model pass
+    /// failed (its units are first embedded on their own when the batch's pass failed).
     pub(crate) fn finish_batch(&self, texts: &[&str], b: SemanticBatch) -> Vec<crate::Result<DocChunks>> {
-        let SemanticBatch { units, mean_vectors, embedded } = b;
-        let embedded =
-            embedded.unwrap_or_else(|| Embedded::Vectors(Err(crate::Error::Internal("not embedded".into()))));
+        let SemanticBatch { units, want, late_out, embedded, .. } = b;
         let model = self.embedder.as_ref();
         let dim = model.dim();
+        // Late unit vectors, every span's, normalised once for the batch.
+        let late_units = match (&late_out, self.late_units) {
+            (Some(Ok(v)), Some(_)) if !matches!(embedded, Some(Embedded::Bands(_))) => Some(v.unit_vectors()),
+            _ => None,
+        };
         texts
             .par_iter()
             .with_max_len(1)
             .enumerate()
             .map(|(d, text)| {
                 let u = &units.units[d];
-                let chunked = match &embedded {
-                    Embedded::Bands(bands) => {
-                        self.chunk_with_band(text, u, &bands[d]).map(|c| DocChunks::spans(c.spans))
-                    }
-                    Embedded::Vectors(all) => {
-                        units.vectors_of(d, all, text, model, self.embed_opts).and_then(|v| {
-                            let c = self.chunk_with_vectors(text, u, &v)?;
-                            let vectors =
-                                mean_vectors.then(|| crate::embed::mean_rows(&v, dim, &c.unit_ranges));
-                            Ok(DocChunks { spans: c.spans, vectors, fallback: None })
-                        })
+                // This document's late pass: its part of the batch's, or its own when that
+                // failed.
+                let late_of = || -> crate::Result<(Cow<'_, LateVectors>, usize)> {
+                    match &late_out {
+                        Some(Ok(v)) => Ok((Cow::Borrowed(v), v.doc(d).start)),
+                        _ => {
+                            let opts = match (self.late_units, want) {
+                                (Some(o), _) | (None, ChunkVectors::Late(o)) => o,
+                                _ => return Err(crate::Error::Internal("no late pass".into())),
+                            };
+                            let doc = LateDoc { text, spans: &u.spans };
+                            Ok((Cow::Owned(late::late_pool(model, &[doc], opts)?.0), 0))
+                        }
                     }
                 };
+                let unit_vectors = || -> crate::Result<Cow<'_, [f32]>> {
+                    if self.late_units.is_none() {
+                        let all = match &embedded {
+                            Some(Embedded::Vectors(all)) => all,
+                            _ => return Err(crate::Error::Internal("no unit vectors".into())),
+                        };
+                        return units.vectors_of(d, all, text, model, self.embed_opts);
+                    }
+                    match &late_units {
+                        Some(e) => {
+                            let a = units.first(d);
+                            Ok(Cow::Borrowed(&e.data[a * dim..(a + u.len()) * dim]))
+                        }
+                        None => {
+                            let (v, first) = late_of()?;
+                            let rows = v.unit_vectors();
+                            Ok(Cow::Owned(rows.data[first * dim..(first + u.len()) * dim].to_vec()))
+                        }
+                    }
+                };
+                let chunked = (|| -> crate::Result<DocChunks> {
+                    let (c, units_v) = match &embedded {
+                        Some(Embedded::Bands(bands)) => (self.chunk_with_band(text, u, &bands[d])?, None),
+                        _ => {
+                            let v = unit_vectors()?;
+                            (self.chunk_with_vectors(text, u, &v)?, Some(v))
+                        }
+                    };
+                    let vectors = match (want, units_v) {
+                        (ChunkVectors::Mean, Some(v)) => {
+                            Some(crate::embed::mean_rows(&v, dim, &c.unit_ranges))
+                        }
+                        (ChunkVectors::Late(_), _) => {
+                            let (lv, first) = late_of()?;
+                            Some(
+                                c.unit_ranges
+                                    .iter()
+                                    .flat_map(|r| lv.aggregate(first + r.start..first + r.end))
+                                    .collect(),
+                            )
+                        }
+                        _ => None,
+                    };
+                    Ok(DocChunks { spans: c.spans, vectors, fallback: None })
+                })();
                 chunked.or_else(|e| {
                     let why = e.to_string();
                     self.fallback(text, e)
@@ -649,8 +750,12 @@ impl SemanticChunker {
 /// An embedding chunker's batch between its stages (see [`super::batch`]).
 pub struct SemanticBatch {
     units: UnitBatch,
-    /// Whether the finish stage forms each chunk's vector from its units' (mean).
-    mean_vectors: bool,
+    /// The chunk vectors asked for.
+    want: ChunkVectors,
+    /// The late pass, planned (with its options), until the device stage runs it.
+    late: Option<(crate::Result<LatePrepared>, LateOptions)>,
+    /// The late pass's span sums (all spans of the batch, in document order).
+    late_out: Option<crate::Result<LateVectors>>,
     embedded: Option<Embedded>,
 }
 
@@ -685,12 +790,12 @@ impl Chunker for SemanticChunker {
         Some(&self.embedder)
     }
 
-    fn prepare_batch<'c>(&'c self, texts: &[&str], mean_vectors: bool) -> Pending<'c> {
-        Pending::semantic(self, self.prepare(texts, mean_vectors))
+    fn prepare_batch<'c>(&'c self, texts: &[&str], vectors: ChunkVectors) -> Pending<'c> {
+        Pending::semantic(self, self.prepare(texts, vectors))
     }
 
     fn chunk_batch(&self, texts: &[&str]) -> Vec<crate::Result<Vec<ChunkSpan>>> {
-        let mut pending = self.prepare_batch(texts, false);
+        let mut pending = self.prepare_batch(texts, ChunkVectors::None);
         pending.embed();
         pending.finish(texts).into_iter().map(|r| r.map(|c| c.spans)).collect()
     }

@@ -251,6 +251,15 @@ impl Embedder for BertEmbedder {
         self.pool_on_device(batch)
     }
 
+    fn token_states(&self, batch: &FlatBatch) -> Result<Tensor> {
+        // The encoder's last layer as it leaves it: f32 from the fused CPU ops, the model's
+        // dtype on a GPU (pooled there by `kernels::pool_spans`, never copied to the host).
+        if batch.is_empty() {
+            return Ok(Tensor::zeros((0, self.dim), DType::F32, &candle_core::Device::Cpu)?);
+        }
+        self.encoder.forward(batch)
+    }
+
     fn describe(&self) -> String {
         self.name.clone()
     }

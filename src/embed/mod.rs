@@ -9,12 +9,16 @@
 //! ([`LongInput`]), forms token-budget batches with length bucketing ([`batch`]), embeds,
 //! and returns vectors in input order, so a sentence's vector does not depend on which
 //! other sentences share its batch.
+//!
+//! [`late`] is the other pass: whole documents through the encoder in overlapping windows,
+//! each span (unit or chunk) pooled from its tokens' states ([`Embedder::token_states`]).
 
 pub mod batch;
 pub mod bert;
 pub mod encoder;
 pub mod fused;
 pub mod gelu;
+pub mod late;
 pub mod static_model;
 
 use rayon::prelude::*;
@@ -88,6 +92,31 @@ pub trait Embedder: Send + Sync {
         ids
     }
 
+    /// Content token ids of `text` with the byte offset where each starts (one per id, non-
+    /// decreasing: [`TextTokenizer::ids_and_starts`]), for pooling tokens by the span that holds
+    /// them ([`late`]). Must keep the ids [`Self::content_ids`] keeps: an embedder that drops
+    /// tokens there drops them, with their starts, here.
+    fn content_ids_with_starts(&self, text: &str) -> (Vec<u32>, Vec<usize>) {
+        self.tokenizer().ids_and_starts(text)
+    }
+
+    /// The final hidden state of every token of the batch (special tokens already added, as
+    /// for [`Self::embed`]): a `[batch.ids.len(), dim]` tensor in batch order, on the model's
+    /// device and in its dtype, so a caller can pool it there ([`late`]). A static model gives
+    /// each token's (weighted) row, so that the mean of a text's token states is its ordinary
+    /// vector before normalisation.
+    ///
+    /// # Errors
+    /// The default: a one-line [`crate::Error::Config`] saying that this model cannot give
+    /// token states. Implementations: on a device or shape failure.
+    fn token_states(&self, batch: &FlatBatch) -> Result<candle_core::Tensor> {
+        let _ = batch;
+        Err(crate::Error::Config(format!(
+            "the model {} cannot give per-token states (needed for late pooling)",
+            self.describe()
+        )))
+    }
+
     /// Embed every sequence of the batch (special tokens already added). Returns
     /// `batch.len() * dim` floats, row-major, each row L2-normalised (a zero row for a
     /// sequence with nothing to embed).
@@ -106,6 +135,13 @@ pub trait Embedder: Send + Sync {
     fn embed_tensor(&self, batch: &FlatBatch) -> Result<candle_core::Tensor> {
         let v = self.embed(batch)?;
         Ok(candle_core::Tensor::from_vec(v, (batch.len(), self.dim()), &candle_core::Device::Cpu)?)
+    }
+
+    /// This model's own late-pass defaults, `(window, stride)` in content tokens, where it
+    /// knows better than [`late::LateOptions::for_model`]'s fallback (a static model, whose
+    /// tokens do not see each other, needs no overlap). `None`: the fallback.
+    fn late_window(&self) -> Option<(usize, usize)> {
+        None
     }
 
     /// A short description for reports.

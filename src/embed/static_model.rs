@@ -338,6 +338,47 @@ impl Embedder for StaticEmbedder {
         Ok(out)
     }
 
+    fn content_ids_with_starts(&self, text: &str) -> (Vec<u32>, Vec<usize>) {
+        // Unknown tokens dropped with their starts, as `content_ids_from` drops them.
+        let (ids, starts) = self.tokenizer.ids_and_starts(text);
+        ids.into_iter().zip(starts).filter(|&(i, _)| Some(i) != self.unk_id).unzip()
+    }
+
+    fn late_window(&self) -> Option<(usize, usize)> {
+        // Tokens do not see each other: windows without overlap, as long as the model allows.
+        let w = self.max_length.unwrap_or(512).max(1);
+        Some((w, w))
+    }
+
+    fn token_states(&self, batch: &FlatBatch) -> Result<candle_core::Tensor> {
+        use rayon::prelude::*;
+        let d = self.dim;
+        let mut out = vec![0f32; batch.ids.len() * d];
+        // Each token's row times its weight: the terms `embed` sums (a zero row for an id
+        // outside the matrix, which `embed` skips), so a span's mean has `embed`'s direction.
+        out.par_chunks_mut(d).zip(batch.ids.par_iter()).with_min_len(256).for_each(|(row, &id)| {
+            let id_u = id as usize;
+            let r = self.mapping.as_ref().map_or(id_u, |m| m.get(id_u).copied().unwrap_or(usize::MAX));
+            if r >= self.rows {
+                return;
+            }
+            let w = self.weights.as_ref().map_or(1.0, |w| w.get(id_u).copied().unwrap_or(1.0));
+            match &self.matrix {
+                Matrix::F32(m) => {
+                    for (o, v) in row.iter_mut().zip(&m[r * d..(r + 1) * d]) {
+                        *o = w * v;
+                    }
+                }
+                Matrix::F16(m) => {
+                    for (o, v) in row.iter_mut().zip(&m[r * d..(r + 1) * d]) {
+                        *o = w * v.to_f32();
+                    }
+                }
+            }
+        });
+        Ok(candle_core::Tensor::from_vec(out, (batch.ids.len(), d), &candle_core::Device::Cpu)?)
+    }
+
     fn describe(&self) -> String {
         self.name.clone()
     }

@@ -17,7 +17,7 @@ use crate::{Error, Result};
 /// given ([`super::parquet`]), so that batches (and files) depend only on the chunks.
 pub const BATCH_ROWS: usize = 4096;
 
-/// The schema of a chunk table: `doc_id, index, start, end, text, tokens, sentences`, the
+/// The schema of a chunk table: `doc_id, index, start, end, text, tokens, sentences, context`, the
 /// metadata fields (strings; JSON text for non-string values), and `embedding` (a
 /// fixed-size list of float32) when `dim` is given.
 #[must_use]
@@ -30,6 +30,7 @@ pub fn schema(meta_fields: &[String], dim: Option<usize>) -> SchemaRef {
         Field::new("text", DataType::Utf8, false),
         Field::new("tokens", DataType::Int64, false),
         Field::new("sentences", DataType::Int64, false),
+        Field::new("context", DataType::Utf8, false),
     ];
     fields.extend(meta_fields.iter().map(|f| Field::new(f, DataType::Utf8, true)));
     if let Some(d) = dim {
@@ -51,6 +52,7 @@ pub struct BatchBuilder {
     doc_id: StringBuilder,
     ints: [Int64Builder; 5],
     text: StringBuilder,
+    context: StringBuilder,
     meta: Vec<StringBuilder>,
     embedding: Option<FixedSizeListBuilder<Float32Builder>>,
 }
@@ -65,6 +67,7 @@ impl BatchBuilder {
             doc_id: StringBuilder::new(),
             ints: Default::default(),
             text: StringBuilder::new(),
+            context: StringBuilder::new(),
             meta: meta_fields.iter().map(|_| StringBuilder::new()).collect(),
             embedding: dim
                 .map(|d| FixedSizeListBuilder::new(Float32Builder::new(), d as i32).with_field(item_field())),
@@ -89,6 +92,7 @@ impl BatchBuilder {
         meta: &[Option<String>],
         index: usize,
         c: &ChunkSpan,
+        context: &str,
         embedding: Option<&[f32]>,
     ) -> Result<()> {
         if let Some(b) = &mut self.embedding {
@@ -101,6 +105,7 @@ impl BatchBuilder {
             b.append_value(v as i64);
         }
         self.text.append_value(&doc.text[c.start..c.end]);
+        self.context.append_value(context);
         for (b, v) in self.meta.iter_mut().zip(meta.iter().chain(std::iter::repeat(&None))) {
             b.append_option(v.as_deref());
         }
@@ -119,12 +124,13 @@ impl BatchBuilder {
         embeddings: Option<&[f32]>,
     ) -> Result<()> {
         let meta = meta_strings(doc);
-        for (i, c) in chunks.iter().enumerate() {
+        let contexts = super::contexts(doc, chunks);
+        for (i, (c, context)) in chunks.iter().zip(&contexts).enumerate() {
             let e = match (self.dim, embeddings) {
                 (Some(d), Some(e)) => Some(&e[i * d..(i + 1) * d]),
                 _ => None,
             };
-            self.append(doc, &meta, i, c, e)?;
+            self.append(doc, &meta, i, c, context, e)?;
         }
         Ok(())
     }
@@ -146,6 +152,7 @@ impl BatchBuilder {
         cols.push(Arc::new(self.text.finish()));
         cols.push(Arc::new(tokens.finish()));
         cols.push(Arc::new(sentences.finish()));
+        cols.push(Arc::new(self.context.finish()));
         cols.extend(self.meta.iter_mut().map(|b| Arc::new(b.finish()) as ArrayRef));
         if let Some(e) = &mut self.embedding {
             cols.push(Arc::new(e.finish()));

@@ -33,8 +33,9 @@ impl JsonlSink {
 
 impl ChunkSink for JsonlSink {
     fn write_doc(&mut self, doc: &Document, chunks: &[ChunkSpan], embeddings: Option<&[f32]>) -> Result<()> {
-        for (index, span) in chunks.iter().enumerate() {
-            self.out.write(&ChunkRecord { doc, meta_fields: &self.meta_fields, index, span })?;
+        let contexts = super::contexts(doc, chunks);
+        for (index, (span, context)) in chunks.iter().zip(&contexts).enumerate() {
+            self.out.write(&ChunkRecord { doc, meta_fields: &self.meta_fields, index, span, context })?;
         }
         if let (Some(w), Some(e)) = (&mut self.embeddings, embeddings) {
             for v in e {

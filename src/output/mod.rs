@@ -24,7 +24,16 @@ pub use jsonl::JsonlSink;
 pub use parquet::ParquetSink;
 
 /// The fields of every chunk record, in order (JSONL keys, Parquet columns).
-pub const CHUNK_FIELDS: [&str; 7] = ["doc_id", "index", "start", "end", "text", "tokens", "sentences"];
+pub const CHUNK_FIELDS: [&str; 8] =
+    ["doc_id", "index", "start", "end", "text", "tokens", "sentences", "context"];
+
+/// The context of each of a document's chunks: its title and the headings above the chunk
+/// ([`crate::segment::structure::contexts`]).
+#[must_use]
+pub fn contexts(doc: &Document, chunks: &[ChunkSpan]) -> Vec<String> {
+    let starts: Vec<usize> = chunks.iter().map(|c| c.start).collect();
+    crate::segment::structure::contexts(&doc.id, &doc.text, &starts)
+}
 
 /// Where a job's chunks go.
 pub trait ChunkSink: Send {
@@ -87,12 +96,14 @@ pub struct ChunkRecord<'a> {
     pub meta_fields: &'a [String],
     pub index: usize,
     pub span: &'a ChunkSpan,
+    /// The chunk's context ([`contexts`]).
+    pub context: &'a str,
 }
 
 impl Serialize for ChunkRecord<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         let c = self.span;
-        let mut m = s.serialize_map(Some(7 + self.meta_fields.len()))?;
+        let mut m = s.serialize_map(Some(CHUNK_FIELDS.len() + self.meta_fields.len()))?;
         m.serialize_entry("doc_id", &self.doc.id)?;
         m.serialize_entry("index", &self.index)?;
         m.serialize_entry("start", &c.start)?;
@@ -100,6 +111,7 @@ impl Serialize for ChunkRecord<'_> {
         m.serialize_entry("text", &self.doc.text[c.start..c.end])?;
         m.serialize_entry("tokens", &c.tokens)?;
         m.serialize_entry("sentences", &c.sentences)?;
+        m.serialize_entry("context", self.context)?;
         for (k, v) in self.meta_fields.iter().zip(&self.doc.meta) {
             m.serialize_entry(k, v)?;
         }

@@ -10,7 +10,8 @@
 use std::sync::Arc;
 
 use super::EmbeddingMode;
-use crate::chunkers::{Chunker, DocChunks, Pending};
+use crate::chunkers::{ChunkVectors, Chunker, DocChunks, Pending};
+use crate::embed::late::{self, LateDoc, LateOptions};
 use crate::embed::{self, EmbedOptions, Embedder, LongInput};
 use crate::{Error, Result};
 
@@ -21,19 +22,24 @@ pub struct VectorPlan {
     pub model: Arc<dyn Embedder>,
     /// Chunks past the model's window under `reembed`.
     pub long: LongInput,
+    /// The late pass under `late`.
+    pub late: LateOptions,
 }
 
 impl VectorPlan {
     /// The plan for `mode` with `chunker`: `auto` becomes `mean` where the chunker has unit
-    /// vectors, else `reembed`; the model is `model`, else the chunker's own.
+    /// vectors, else `reembed`; the model is `model`, else the chunker's own; the late pass's
+    /// options are `late`, else the model's defaults ([`LateOptions::for_model`]).
     ///
     /// # Errors
-    /// `mean` with a chunker without unit vectors, or no model for `reembed`.
+    /// `mean` with a chunker without unit vectors, no model to embed with, or late options the
+    /// model cannot take.
     pub fn new(
         chunker: &dyn Chunker,
         mode: Option<EmbeddingMode>,
         model: Option<Arc<dyn Embedder>>,
         long: LongInput,
+        late: Option<LateOptions>,
     ) -> Result<Option<Self>> {
         let Some(mode) = mode else { return Ok(None) };
         let own = chunker.unit_model();
@@ -50,7 +56,20 @@ impl VectorPlan {
         let model = model
             .or_else(|| own.cloned())
             .ok_or_else(|| Error::setting("embeddings", "needs a model to embed chunks with"))?;
-        Ok(Some(Self { mode, model, long }))
+        let late = late.unwrap_or_else(|| LateOptions::for_model(model.as_ref()));
+        if mode == EmbeddingMode::Late {
+            late.validate(model.as_ref())?;
+        }
+        Ok(Some(Self { mode, model, long, late }))
+    }
+
+    /// What the chunker's own pass is asked for.
+    fn wanted(&self) -> ChunkVectors {
+        match self.mode {
+            EmbeddingMode::Mean => ChunkVectors::Mean,
+            EmbeddingMode::Late => ChunkVectors::Late(self.late),
+            EmbeddingMode::Reembed | EmbeddingMode::Auto => ChunkVectors::None,
+        }
     }
 
     /// The vectors' dimension.
@@ -63,7 +82,7 @@ impl VectorPlan {
 /// The prepare stage: the chunker's first stage, asking for mean vectors where the plan does.
 #[must_use]
 pub fn prepare<'c>(chunker: &'c dyn Chunker, texts: &[&str], plan: Option<&VectorPlan>) -> Pending<'c> {
-    chunker.prepare_batch(texts, plan.is_some_and(|p| p.mode == EmbeddingMode::Mean))
+    chunker.prepare_batch(texts, plan.map_or(ChunkVectors::None, VectorPlan::wanted))
 }
 
 /// The finish stage: the chunker's last stage, then the chunk vectors that still need the
@@ -91,9 +110,13 @@ pub fn chunk_texts(
 }
 
 /// Embed every chunk that has no vector yet (each chunk under `reembed`, a fallback
-/// document's under `mean`): the batch's chunks in one pass; if that fails, each document's
-/// alone, and a document whose own pass fails gets its error.
+/// document's under `mean`, a chunker's without unit vectors under `late`): the batch's chunks
+/// in one pass; if that fails, each document's alone, and a document whose own pass fails gets
+/// its error.
 fn fill_vectors(results: &mut [Result<DocChunks>], texts: &[&str], plan: &VectorPlan) {
+    if plan.mode == EmbeddingMode::Late {
+        return fill_late(results, texts, plan);
+    }
     let model = plan.model.as_ref();
     let opts = EmbedOptions { long: plan.long, ..EmbedOptions::default() };
     let want: Vec<usize> = results
@@ -119,6 +142,44 @@ fn fill_vectors(results: &mut [Result<DocChunks>], texts: &[&str], plan: &Vector
             Err(_) => embed::embed_texts(model, &chunk_texts, opts).map(|(e, _)| e.data),
         };
         at += chunk_texts.len();
+        match v {
+            Ok(v) => {
+                if let Ok(c) = &mut results[i] {
+                    c.vectors = Some(v);
+                }
+            }
+            Err(e) => results[i] = Err(e),
+        }
+    }
+}
+
+/// [`fill_vectors`] under `late`: one late pass over the documents whose chunks have no
+/// vector, each chunk a span of it.
+fn fill_late(results: &mut [Result<DocChunks>], texts: &[&str], plan: &VectorPlan) {
+    let model = plan.model.as_ref();
+    let want: Vec<usize> = results
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| matches!(r, Ok(c) if c.vectors.is_none() && !c.spans.is_empty()))
+        .map(|(i, _)| i)
+        .collect();
+    let spans: Vec<Vec<crate::span::Span>> = want
+        .iter()
+        .map(|&i| match &results[i] {
+            Ok(c) => c.spans.iter().map(crate::chunk::ChunkSpan::span).collect(),
+            Err(_) => Vec::new(),
+        })
+        .collect();
+    let pool = |docs: &[LateDoc<'_>]| late::late_pool(model, docs, plan.late).map(|(v, _)| v);
+    let docs: Vec<LateDoc<'_>> =
+        want.iter().zip(&spans).map(|(&i, s)| LateDoc { text: texts[i], spans: s }).collect();
+    let whole = pool(&docs);
+    for (k, (&i, doc)) in want.iter().zip(&docs).enumerate() {
+        let v = match &whole {
+            Ok(v) => Ok(v.doc(k).flat_map(|s| v.aggregate(s..s + 1)).collect::<Vec<f32>>()),
+            Err(_) => pool(std::slice::from_ref(doc))
+                .map(|v| (0..v.len()).flat_map(|s| v.aggregate(s..s + 1)).collect()),
+        };
         match v {
             Ok(v) => {
                 if let Ok(c) = &mut results[i] {

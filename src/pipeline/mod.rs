@@ -66,6 +66,10 @@ pub enum EmbeddingMode {
     Reembed,
     /// `mean` for an embedding chunker, `reembed` for a baseline.
     Auto,
+    /// Each chunk pooled from its tokens' states in a late pass over its whole document
+    /// ([`crate::embed::late`]): a vector that carries its document's context. Any chunker; an
+    /// embedding chunker with late unit vectors gives them from the pass that found its seams.
+    Late,
 }
 
 impl EmbeddingMode {
@@ -138,6 +142,8 @@ pub struct JobOptions {
     pub embeddings: Option<EmbeddingMode>,
     /// Long chunks under `reembed`.
     pub long: LongInput,
+    /// The late pass's window and stride under `late` (`None`: the model's defaults).
+    pub late: Option<crate::embed::late::LateOptions>,
     /// Carried from JSONL/Parquet records into every chunk.
     pub meta_fields: Vec<String>,
     /// A progress bar on stderr.
@@ -156,6 +162,7 @@ impl Default for JobOptions {
             shard: None,
             embeddings: None,
             long: LongInput::Truncate,
+            late: None,
             meta_fields: Vec::new(),
             progress: false,
             total_bytes: None,
@@ -415,6 +422,9 @@ impl CorpusJob {
         };
         let mut opts = self.opts.clone();
         opts.meta_fields.clone_from(&self.read.meta_fields);
+        if opts.embeddings == Some(EmbeddingMode::Late) && opts.late.is_none() {
+            opts.late = Some(self.spec.late_options(&*self.spec.load_model()?)?);
+        }
         if opts.progress && opts.total_bytes.is_none() {
             let inputs: Vec<Input> = self.inputs.iter().map(|s| Input::parse(s)).collect();
             opts.total_bytes = crate::corpus::total_bytes(&inputs, self.read.format);

@@ -143,7 +143,7 @@ pub(super) fn run(
 ) -> Result<JobStats> {
     let t0 = Instant::now();
     let opts = &job.opts;
-    let plan = VectorPlan::new(job.chunker, opts.embeddings, job.embedder.clone(), opts.long)?;
+    let plan = VectorPlan::new(job.chunker, opts.embeddings, job.embedder.clone(), opts.long, opts.late)?;
     let mut writer = Writer::open(target, job, plan.as_ref().map(VectorPlan::dim))?;
     let mut totals = writer.totals();
     let skip = match &writer {

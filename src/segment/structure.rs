@@ -11,6 +11,12 @@
 //! at most 80 bytes and 10 words, starting with a capital, a digit or Markdown's `# `, not
 //! quoted or bracketed, not a `Field: value` line, and either Markdown, all capitals, or
 //! without the closing punctuation of a sentence.
+//!
+//! The same test gives each chunk its **context** ([`contexts`]): the document's title and
+//! the headings above the chunk, `Title > Chapter 3 > 3.2 Quoting`, for an index to store
+//! beside the chunk's text (a lexical index indexes it with the text; a dense one can embed
+//! it as a prefix). Headings are the first lines of paragraphs (blank-line separated
+//! blocks) that pass [`is_heading`]; their level comes from their form ([`heading_level`]).
 
 /// Whether a unit's text (trimmed) looks like a heading.
 #[must_use]
@@ -67,9 +73,138 @@ pub fn heading_prior(units: &[&str], weight: f64) -> Vec<f64> {
     prior
 }
 
+/// A heading's level in the outline: Markdown's `#` count; a numbered heading's depth
+/// (`3` → 1, `3.1.2 Quoting` → 3); 1 for a line in capitals (`CHAPTER IV.`); 2 for any other
+/// heading-like line (`Geography`), read as a section under the last capitalised or first-level
+/// heading. A heuristic: plain text does not say more.
+#[must_use]
+pub fn heading_level(heading: &str) -> usize {
+    let t = heading.trim();
+    let hashes = t.bytes().take_while(|&b| b == b'#').count();
+    if hashes > 0 {
+        return hashes;
+    }
+    let number = t.split_whitespace().next().unwrap_or("");
+    if number.starts_with(|c: char| c.is_ascii_digit())
+        && number
+            .trim_end_matches('.')
+            .split('.')
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return number.trim_end_matches('.').split('.').count();
+    }
+    let letters = t.chars().filter(|c| c.is_alphabetic());
+    if letters.clone().count() >= 2 && letters.clone().all(char::is_uppercase) {
+        1
+    } else {
+        2
+    }
+}
+
+/// A heading of a document: where its line starts, its level and its text (trimmed, without
+/// Markdown's `#`s).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Heading {
+    pub start: usize,
+    pub level: usize,
+    pub text: String,
+}
+
+/// The headings of `text`: the first line of each paragraph that looks like one.
+#[must_use]
+pub fn headings(text: &str) -> Vec<Heading> {
+    let mut out = Vec::new();
+    let mut para_start = true;
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let start = at;
+        at += line.len();
+        let trimmed = line.trim();
+        if trimmed.is_empty() {
+            para_start = true;
+            continue;
+        }
+        if para_start && is_heading(trimmed) {
+            let name = trimmed.trim_start_matches('#').trim();
+            out.push(Heading { start, level: heading_level(trimmed), text: name.to_string() });
+        }
+        para_start = false;
+    }
+    out
+}
+
+/// The context of each chunk starting at `starts` (ascending byte offsets into the document):
+/// the title (the document's first heading, else `id`; none when both are empty), then the
+/// path of headings that
+/// stand above the chunk's start (the last heading of each level before it, deeper levels
+/// closed by a shallower one), joined by ` > `. A chunk that starts on a heading has that
+/// heading in its path.
+#[must_use]
+pub fn contexts(id: &str, text: &str, starts: &[usize]) -> Vec<String> {
+    let heads = headings(text);
+    let title = heads.first().map_or(id, |h| h.text.as_str());
+    let mut path: Vec<&Heading> = Vec::new();
+    let mut next = heads.iter().peekable();
+    starts
+        .iter()
+        .map(|&s| {
+            // A heading line that starts inside the chunk's leading whitespace belongs to it.
+            let first = s + text[s..].len() - text[s..].trim_start().len();
+            while let Some(h) = next.next_if(|h| h.start <= first) {
+                path.retain(|p| p.level < h.level);
+                path.push(h);
+            }
+            let mut parts = if title.is_empty() { Vec::new() } else { vec![title] };
+            // The title is the first heading: it is not repeated in the path.
+            let first_start = heads.first().map(|h| h.start);
+            parts.extend(path.iter().filter(|h| Some(h.start) != first_start).map(|h| h.text.as_str()));
+            parts.join(" > ")
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn contexts_follow_the_outline_above_each_chunk() {
+        let text = "# Guide\n\nIntro text here.\n\n## Install\n\nRun the script.\n\n### From source\n\nBuild it.\n\n## Use\n\nCall it.\n";
+        let at = |s: &str| text.find(s).unwrap();
+        let starts = [
+            0,
+            at("Intro"),
+            at("## Install"),
+            at("Run"),
+            at("### From"),
+            at("Build"),
+            at("## Use"),
+            at("Call"),
+        ];
+        let c = contexts("doc-1", text, &starts);
+        assert_eq!(
+            c,
+            vec![
+                "Guide",
+                "Guide",
+                "Guide > Install",
+                "Guide > Install",
+                "Guide > Install > From source",
+                "Guide > Install > From source",
+                "Guide > Use",
+                "Guide > Use",
+            ]
+        );
+        // Plain text: numbered and capitalised headings; no heading at all gives the id.
+        let plain = "CHAPTER I.\nIt was a dark night.\n\n1.2 Weather\nRain fell.\n\nMore rain.\n";
+        let c = contexts("book", plain, &[0, plain.find("1.2").unwrap(), plain.find("More").unwrap()]);
+        assert_eq!(c, vec!["CHAPTER I.", "CHAPTER I. > 1.2 Weather", "CHAPTER I. > 1.2 Weather"]);
+        assert_eq!(contexts("notes.txt", "just words, no headings.", &[0]), vec!["notes.txt"]);
+        assert_eq!(heading_level("3.1.2 Quoting"), 3);
+        assert_eq!(heading_level("CHAPTER IV."), 1);
+        assert_eq!(heading_level("Geography"), 2);
+        assert_eq!(heading_level("## Build"), 2);
+    }
 
     #[test]
     fn headings_are_short_unpunctuated_lines() {

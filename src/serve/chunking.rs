@@ -24,8 +24,9 @@ use super::metrics::Metrics;
 use super::queue::Queue;
 use crate::chunkers::{Chunker, DocChunks};
 use crate::corpus::Document;
-use crate::embed::{Embedder, LongInput};
-use crate::output::ChunkRecord;
+use crate::embed::LongInput;
+use crate::models::Model;
+use crate::output::{contexts, ChunkRecord};
 use crate::pipeline::{chunk_texts, EmbeddingMode, VectorPlan};
 use crate::spec::{ChunkerSpec, MACHINE_FIELDS};
 use crate::{Error, Result};
@@ -89,7 +90,7 @@ impl Lane {
 /// The lanes, by spec and mode.
 pub(crate) struct Lanes {
     base: ChunkerSpec,
-    model: Arc<dyn Embedder>,
+    model: Arc<Model>,
     long: LongInput,
     budget: usize,
     metrics: Arc<Metrics>,
@@ -99,7 +100,7 @@ pub(crate) struct Lanes {
 impl Lanes {
     pub fn new(
         base: ChunkerSpec,
-        model: Arc<dyn Embedder>,
+        model: Arc<Model>,
         long: LongInput,
         budget: usize,
         size: usize,
@@ -144,11 +145,18 @@ impl Lanes {
         if let Some(l) = self.cache.lock().map_err(|_| poisoned())?.get(&key) {
             return Ok(l.clone());
         }
+        let late_options = spec.late_options(&self.model);
         let chunker: Arc<dyn Chunker> = tokio::task::spawn_blocking(move || spec.build())
             .await
             .map_err(|_| Error::Internal("building the chunker panicked".into()))??
             .into();
-        let plan = VectorPlan::new(chunker.as_ref(), mode, Some(self.model.clone()), self.long)?;
+        // As a corpus job makes it: the spec's late window and stride over the model's.
+        let late = match mode {
+            Some(EmbeddingMode::Late) => Some(late_options?),
+            _ => None,
+        };
+        let plan =
+            VectorPlan::new(chunker.as_ref(), mode, Some(self.model.embedder.clone()), self.long, late)?;
         let c = chunker.clone();
         let queue = Queue::start(self.budget, self.metrics.queue("chunk"), move |jobs: Vec<Vec<String>>| {
             let sizes: Vec<usize> = jobs.iter().map(Vec::len).collect();
@@ -211,29 +219,40 @@ pub(crate) fn documents(docs: Vec<DocIn>) -> Vec<Document> {
         .collect()
 }
 
-/// Build the response from each document's result; the first failed document fails the
-/// request (500, naming it).
+/// Each document's chunk contexts (its title and the headings above each chunk), as the
+/// CLI's records carry them; none for a failed document.
+pub(crate) fn contexts_of(docs: &[Document], results: &[Result<DocChunks>]) -> Vec<Vec<String>> {
+    docs.iter()
+        .zip(results)
+        .map(|(d, r)| r.as_ref().map(|c| contexts(d, &c.spans)).unwrap_or_default())
+        .collect()
+}
+
+/// Build the response from each document's result and contexts; the first failed document
+/// fails the request (500, naming it).
 pub(crate) fn response<'a>(
     model: &'a str,
     chunker: &dyn Chunker,
     docs: &'a [Document],
     results: &'a [Result<DocChunks>],
+    contexts: &'a [Vec<String>],
     encoding: Encoding,
 ) -> std::result::Result<ChunkResponse<'a>, ApiError> {
     let mut chunks = Vec::new();
     let mut fallbacks = Vec::new();
     let mut tokens = 0;
-    for (doc, r) in docs.iter().zip(results) {
+    for ((doc, r), ctx) in docs.iter().zip(results).zip(contexts) {
         let c = r.as_ref().map_err(|e| ApiError::internal(format!("document {:?}: {e}", doc.id)))?;
         if let Some(why) = &c.fallback {
             fallbacks.push(Fallback { doc_id: &doc.id, error: why });
         }
         let dim = c.vectors.as_ref().map_or(0, |v| v.len() / c.spans.len().max(1));
-        for (index, span) in c.spans.iter().enumerate() {
+        for (index, (span, context)) in c.spans.iter().zip(ctx).enumerate() {
             tokens += span.tokens;
             let embedding =
                 c.vectors.as_ref().map(|v| Vector::new(&v[index * dim..(index + 1) * dim], encoding));
-            chunks.push(ChunkOut { record: ChunkRecord { doc, meta_fields: &[], index, span }, embedding });
+            let record = ChunkRecord { doc, meta_fields: &[], index, span, context };
+            chunks.push(ChunkOut { record, embedding });
         }
     }
     Ok(ChunkResponse {
@@ -263,8 +282,7 @@ mod tests {
 
     #[test]
     fn requests_cannot_name_the_machines_files_hosts_or_hardware() {
-        let model: Arc<dyn Embedder> =
-            crate::models::load("default", &crate::device::Compute::cpu()).unwrap().into();
+        let model = crate::models::load_shared("default", &crate::device::Compute::cpu()).unwrap();
         let lanes = Lanes::new(
             ChunkerSpec::new(ChunkerKind::Maxmin),
             model,

@@ -9,7 +9,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
-use super::chunking::{documents, response, ChunkRequest};
+use super::chunking::{contexts_of, documents, response, ChunkRequest};
 use super::embedding::{texts_of, EmbedJob, EmbedOut, Encoding, OpenAiRequest, TeiRequest, Vector};
 use super::error::ApiError;
 use super::limits::read_json;
@@ -154,6 +154,7 @@ pub(crate) async fn chunk(State(st): State<Arc<AppState>>, req: Request) -> Answ
     let docs = documents(r.documents);
     let texts: Vec<String> = docs.iter().map(|d| d.text.clone()).collect();
     let results = lane.chunk(texts).await.ok_or_else(|| ApiError::internal("the chunking batch was lost"))?;
+    let contexts = contexts_of(&docs, &results);
     let encoding: Encoding = r.encoding_format;
-    json(&response(&st.config.spec.model, lane.chunker.as_ref(), &docs, &results, encoding)?)
+    json(&response(&st.config.spec.model, lane.chunker.as_ref(), &docs, &results, &contexts, encoding)?)
 }

@@ -625,3 +625,21 @@ fn segment_summary_counts_tokens() {
     assert!(err.contains(&format!("1 document, {n} sentences")), "{err}");
     assert!(!err.contains(" 0 tokens"), "{err}");
 }
+
+#[test]
+fn each_chunk_carries_the_headings_above_it_as_its_context() {
+    let text = "# Field guide\n\nBirds and where to find them.\n\n## Owls\n\nOwls hunt at night. They fly without a sound.\n\n## Gulls\n\nGulls follow the fishing boats home.\n";
+    let out = seamcut(&["chunk", "-", "--chunker", "paragraph", "--max-tokens", "12"], Some(text.as_bytes()));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let recs = records(&out);
+    let ctx = |needle: &str| {
+        let r = recs.iter().find(|r| r["text"].as_str().unwrap().contains(needle)).unwrap();
+        r["context"].as_str().unwrap().to_string()
+    };
+    assert_eq!(ctx("Birds"), "Field guide");
+    assert_eq!(ctx("Owls hunt"), "Field guide > Owls");
+    assert_eq!(ctx("Gulls follow"), "Field guide > Gulls");
+    // Without a heading the title is the document's id.
+    let out = seamcut(&["chunk", "-"], Some(b"Plain words only."));
+    assert_eq!(records(&out)[0]["context"], "stdin");
+}

@@ -351,7 +351,10 @@ fn the_default_model_travels_with_the_binary_and_calibration_follows_the_weights
     let exe = dir.path().join("seamcut");
     std::fs::copy(bin(), &exe).unwrap();
     let doc = dir.path().join("d.txt");
-    std::fs::write(&doc, include_str!("../../benches/data-sentences.txt")).unwrap();
+    // Enough sentences for a few chunks: what is checked is the summary line, not the chunks.
+    let sentences: String =
+        include_str!("../../benches/data-sentences.txt").lines().take(60).collect::<Vec<_>>().join("\n");
+    std::fs::write(&doc, sentences).unwrap();
     let out = Command::new(&exe)
         .args(["chunk", doc.to_str().unwrap(), "--chunker", "maxmin"])
         .env("SEAMCUT_MODELS", dir.path().join("nowhere"))
@@ -552,7 +555,12 @@ fn the_device_band_path_gives_the_host_paths_chunks() {
     let dir = tempfile::tempdir().unwrap();
     let input = corpus(dir.path(), 16);
     let i = input.to_str().unwrap();
+    // A smaller corpus for the encoder (its debug build is slow); the static model takes all.
+    std::fs::create_dir_all(dir.path().join("small")).unwrap();
+    let small = corpus(&dir.path().join("small"), 5);
     for (chunker, model) in [("maxmin", "default"), ("global", "default"), ("maxmin", "all-MiniLM-L6-v2")] {
+        let input = if model == "default" { input.clone() } else { small.clone() };
+        let i = input.to_str().unwrap();
         {
             let host =
                 ok(&["chunk", i, "--chunker", chunker, "--model", model, "-q", "--batch-bytes", "2000"])
@@ -601,4 +609,89 @@ fn the_device_band_path_gives_the_host_paths_chunks() {
         out.to_str().unwrap(),
     ]);
     assert!(dir.path().join("out.npy").is_file());
+}
+
+/// Rows of a float32 `.npy` written by a job (`n × dim`).
+fn npy_rows(path: &Path) -> (Vec<f32>, usize) {
+    let (data, _, cols) = seamcut::npy::read_f32(path).unwrap();
+    (data, cols)
+}
+
+#[test]
+fn late_chunk_vectors_come_from_one_pass_and_equal_late_pooling_of_the_chunks() {
+    let minilm = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/all-MiniLM-L6-v2");
+    if !minilm.join("model.safetensors").is_file() {
+        eprintln!("skipped: models/all-MiniLM-L6-v2 is not fetched (models/fetch-minilm.sh)");
+        return;
+    }
+    let m = minilm.to_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let input = corpus(dir.path(), 5);
+    let i = input.to_str().unwrap();
+    // A window of 48 tokens every 24: every document spans several windows, chunks cross seams.
+    let late = ["--late-window", "48", "--late-stride", "24"];
+    let run = |chunker: &str, extra: &[&str], out: &str| {
+        let o = dir.path().join(out);
+        let mut args = vec!["chunk", i, "--chunker", chunker, "--model", m, "--embeddings", "late", "-q"];
+        args.extend_from_slice(&late);
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["-o", o.to_str().unwrap()]);
+        ok(&args);
+        let recs: Vec<serde_json::Value> =
+            std::fs::read_to_string(&o).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let (v, dim) = npy_rows(&o.with_extension("npy"));
+        (recs, v, dim)
+    };
+    // Max–Min whose unit vectors come from the late pass: seams and index vectors, one pass.
+    let (recs, v, dim) = run("maxmin", &["--unit-vectors", "late", "--batch-bytes", "3000"], "one.jsonl");
+    assert_eq!(v.len(), recs.len() * dim);
+    // The same chunks' late pooling computed on its own, document by document.
+    let model = seamcut::models::ModelSpec { model: m.to_string(), ..Default::default() }.load().unwrap();
+    let opts =
+        seamcut::embed::late::LateOptions::for_model(model.embedder.as_ref()).with_window(48).with_stride(24);
+    let texts: std::collections::HashMap<String, String> = std::fs::read_to_string(&input)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|r| Some((r["id"].as_str()?.to_string(), r["text"].as_str()?.to_string())))
+        .collect();
+    let mut row = 0;
+    for (id, text) in &texts {
+        let spans: Vec<seamcut::span::Span> = recs
+            .iter()
+            .filter(|r| r["doc_id"] == id.as_str())
+            .map(|r| {
+                seamcut::span::Span::new(
+                    r["start"].as_u64().unwrap() as usize,
+                    r["end"].as_u64().unwrap() as usize,
+                )
+            })
+            .collect();
+        let (want, _) = seamcut::embed::late::late_pool(
+            model.embedder.as_ref(),
+            &[seamcut::embed::late::LateDoc { text, spans: &spans }],
+            opts,
+        )
+        .unwrap();
+        let first = recs.iter().position(|r| r["doc_id"] == id.as_str()).unwrap();
+        for k in 0..spans.len() {
+            let got = &v[(first + k) * dim..(first + k + 1) * dim];
+            let cos: f32 = got.iter().zip(want.aggregate(k..k + 1)).map(|(a, b)| a * b).sum();
+            assert!(cos > 0.9999, "{id} chunk {k}: cosine {cos}");
+            row += 1;
+        }
+    }
+    assert_eq!(row, recs.len());
+    // Batches do not change a thing: the same chunks and vectors in one batch.
+    let (recs2, v2, _) =
+        run("maxmin", &["--unit-vectors", "late", "--batch-bytes", "100000000"], "two.jsonl");
+    assert_eq!(recs, recs2);
+    assert!(v.iter().zip(&v2).all(|(a, b)| (a - b).abs() < 1e-5));
+    // A baseline gets late vectors too (pooled in the finish stage), unit length each.
+    let (recs, v, dim) = run("recursive", &[], "rec.jsonl");
+    assert!(!recs.is_empty() && v.len() == recs.len() * dim);
+    for r in v.chunks(dim) {
+        let n: f32 = r.iter().map(|x| x * x).sum::<f32>().sqrt();
+        assert!((n - 1.0).abs() < 1e-4, "{n}");
+    }
 }

@@ -135,7 +135,9 @@ fn every_kernel_compiles_to_ptx_the_driver_can_load() {
 #[test]
 fn cuda_kernels_match_the_cpu_references() {
     use candle_core::{DType, Device, Tensor};
-    use seamcut::kernels::{band_many, band_reference, pool, pool_reference};
+    use seamcut::kernels::{
+        band_many, band_reference, pool, pool_reference, pool_spans, pool_spans_reference,
+    };
     let Ok(dev) = Device::new_cuda(0) else {
         eprintln!("skipped: no CUDA device");
         return;
@@ -161,6 +163,25 @@ fn cuda_kernels_match_the_cpu_references() {
             }
             if dtype == DType::F32 {
                 assert!(got.iter().zip(&want).all(|(a, b)| (a - b).abs() < 1e-5));
+            }
+        }
+    }
+    // Span sums: runs of rows in any order, empty, overlapping, one row, all rows; then
+    // normalised.
+    let starts = [0u32, 5, 8, 8, 40, 0, 169];
+    let ends = [1u32, 8, 8, 39, 170, tokens as u32, 170];
+    for unit in [false, true] {
+        for dtype in [DType::F32, DType::F16, DType::BF16] {
+            let h = Tensor::from_slice(&hidden, (tokens, dim), &dev).unwrap().to_dtype(dtype).unwrap();
+            let rounded: Vec<f32> = h.to_dtype(DType::F32).unwrap().flatten_all().unwrap().to_vec1().unwrap();
+            let want = pool_spans_reference(&rounded, &starts, &ends, dim, unit);
+            let out = pool_spans(&h, &starts, &ends, unit).unwrap();
+            assert!(out.device().is_cuda(), "pooled on the device");
+            let got: Vec<f32> = out.flatten_all().unwrap().to_vec1().unwrap();
+            for (i, (a, b)) in got.iter().zip(&want).enumerate() {
+                // Sums of up to 170 rows of magnitude 1: the order of float additions only.
+                let tol = if unit { 1e-5 } else { 1e-4 * (1.0 + b.abs()) };
+                assert!((a - b).abs() < tol, "pool_spans {dtype:?} unit={unit} at {i}: {a} vs {b}");
             }
         }
     }

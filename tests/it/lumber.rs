@@ -259,6 +259,16 @@ fn gemma() -> PathBuf {
     p
 }
 
+/// Gemma loaded once for the tests that use it directly (a load is most of their time in a
+/// debug build); the spec path (`LlmSpec::build`) loads its own.
+fn gemma_chat() -> Arc<seamcut::llm::gguf::GgufChat> {
+    static CHAT: std::sync::OnceLock<Arc<seamcut::llm::gguf::GgufChat>> = std::sync::OnceLock::new();
+    CHAT.get_or_init(|| {
+        Arc::new(seamcut::llm::gguf::GgufChat::load(&gemma(), &candle_core::Device::Cpu).unwrap())
+    })
+    .clone()
+}
+
 fn short_doc() -> String {
     "The harbour froze early and the boats stayed in.\n\nTax rates rose in April for every firm.".to_string()
 }
@@ -284,7 +294,7 @@ fn a_real_local_model_in_process_and_behind_a_local_server() {
     assert_eq!(c.invalid_answers + c.fallbacks > 0, chunks.len() == 1, "{c:?} {chunks:?}");
 
     // The same model behind an OpenAI-compatible server on 127.0.0.1.
-    let backend = Arc::new(seamcut::llm::gguf::GgufChat::load(&gemma(), &candle_core::Device::Cpu).unwrap());
+    let backend = gemma_chat();
     let server = serve(move |_, body| {
         let req = ChatRequest {
             messages: serde_json::from_value(body["messages"].clone()).unwrap(),
@@ -430,7 +440,7 @@ fn the_cli_runs_lumber_as_a_corpus_job_and_reports_its_cost() {
 
 #[test]
 fn the_gguf_tokenizer_round_trips_and_the_model_knows_a_fact() {
-    let chat = seamcut::llm::gguf::GgufChat::load(&gemma(), &candle_core::Device::Cpu).unwrap();
+    let chat = gemma_chat();
     let text = "Naïve café owners — 12 of them — met on 3 May.\n\n\tThen:  «ça va?» 東京";
     let ids = chat.tokenizer().encode(text);
     assert_eq!(chat.tokenizer().decode(&ids), text);

@@ -8,6 +8,7 @@ mod cli;
 mod corpus_jobs;
 mod embed_parity;
 mod kernels;
+mod late;
 mod long_words;
 mod lumber;
 mod metrics_parity;

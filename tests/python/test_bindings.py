@@ -174,8 +174,10 @@ def test_exceptions_carry_the_cli_messages():
         seamcut.Chunker("nope")
     with pytest.raises(ValueError, match=r"unknown parameter \"hard_thr\" for the minima chunker \(known: .*similarity_window"):
         seamcut.Chunker("minima", hard_thr=0.3)
-    with pytest.raises(ValueError, match="min-tokens 99 is larger than --max-tokens 10"):
+    # A setting's error names it as Python does (the spec's field), never a CLI flag.
+    with pytest.raises(ValueError, match="min_tokens: 99 is larger than the cap, max_tokens 10") as e:
         seamcut.Chunker("recursive", max_tokens=10, min_tokens=99)
+    assert "--" not in str(e.value)
     with pytest.raises(TypeError):
         seamcut.Chunker("sentence").chunk(b"bytes")
     with pytest.raises(TypeError):
@@ -218,7 +220,7 @@ def test_arrow_round_trip_equals_the_cli_parquet(docs):
         assert seamcut.Chunker(name).chunk_table(batch, meta_columns=["lang"],
                                                  embeddings=embeddings or False).equals(want)
     empty = seamcut.chunk_table(pa.table({"id": pa.array([], pa.string()), "text": pa.array([], pa.string())}))
-    assert empty.num_rows == 0 and empty.schema.names[:7] == ["doc_id", "index", "start", "end", "text", "tokens", "sentences"]
+    assert empty.num_rows == 0 and empty.schema.names[:8] == ["doc_id", "index", "start", "end", "text", "tokens", "sentences", "context"]
 
 
 def test_bad_rows_are_skipped_with_a_warning_or_raise():

@@ -45,7 +45,7 @@ def test_parquet_schema_offsets_metadata_and_reembed():
         run("chunk", path, "--chunker", "recursive", "--max-tokens", "64", "--meta-field", "lang",
             "--embeddings", "reembed", "-o", out, "-q")
         t = pq.read_table(out)
-        assert t.column_names == ["doc_id", "index", "start", "end", "text", "tokens", "sentences", "lang", "embedding"]
+        assert t.column_names == ["doc_id", "index", "start", "end", "text", "tokens", "sentences", "context", "lang", "embedding"]
         rows = t.to_pylist()
         assert len(rows) > 20
         for r in rows:

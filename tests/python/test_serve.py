@@ -215,7 +215,7 @@ def cli_vectors(docs, *args):
             return [json.loads(line) for line in f], np.load(os.path.join(d, "out.npy"))
 
 
-@pytest.mark.parametrize("mode,fmt", [("mean", "float"), ("reembed", "base64")])
+@pytest.mark.parametrize("mode,fmt", [("mean", "float"), ("reembed", "base64"), ("late", "float")])
 def test_chunk_vectors_equal_the_clis(minilm, mode, fmt):
     docs = [d for d in fixture_docs() if len(d["text"]) > 200][:12]
     records, want = cli_vectors(docs, "--chunker", "maxmin", "--model", MINILM, "--embeddings", mode)

@@ -60,8 +60,8 @@ fn class(e: &Error) -> fn(String) -> PyErr {
 }
 
 /// One chunk as the Python side builds its `Chunk` from it:
-/// `(text, start_index, end_index, token_count, start_byte, end_byte, sentences)`.
-type ChunkTuple = (String, usize, usize, usize, usize, usize, usize);
+/// `(text, start_index, end_index, token_count, start_byte, end_byte, sentences, context)`.
+type ChunkTuple = (String, usize, usize, usize, usize, usize, usize, String);
 
 /// Character (code point) offsets of sorted byte offsets into `text`, in one pass.
 struct CharCursor<'a> {
@@ -84,15 +84,20 @@ impl CharCursor<'_> {
     }
 }
 
+/// A document's chunks for Python (a text without an id: its context's title is its first
+/// heading, or none).
 fn tuples(text: &str, spans: &[ChunkSpan]) -> Vec<ChunkTuple> {
     let ascii = text.is_ascii();
     let mut starts = CharCursor { text, byte: 0, chars: 0 };
     let mut ends = CharCursor { text, byte: 0, chars: 0 };
+    let contexts =
+        seamcut::segment::structure::contexts("", text, &spans.iter().map(|c| c.start).collect::<Vec<_>>());
     spans
         .iter()
-        .map(|c| {
+        .zip(contexts)
+        .map(|(c, context)| {
             let (s, e) = if ascii { (c.start, c.end) } else { (starts.to(c.start), ends.to(c.end)) };
-            (text[c.start..c.end].to_string(), s, e, c.tokens, c.start, c.end, c.sentences)
+            (text[c.start..c.end].to_string(), s, e, c.tokens, c.start, c.end, c.sentences, context)
         })
         .collect()
 }

@@ -78,6 +78,9 @@ class Chunk:
     end_byte: int
     #: Sentences that start inside the chunk.
     sentences: int
+    #: The headings above the chunk, ``"Title > Chapter 3 > 3.2 Quoting"`` (the document's
+    #: first heading is its title), for an index to keep beside the text.
+    context: str = ""
 
     def __str__(self) -> str:
         return self.text
@@ -182,7 +185,7 @@ class Chunker:
     ):
         """Chunk the rows of an Arrow table (or record batch, or any object with
         ``__arrow_c_stream__``) and return the chunks as a ``pyarrow.Table`` with the CLI's
-        Parquet schema: ``doc_id, index, start, end, text, tokens, sentences``, the
+        Parquet schema: ``doc_id, index, start, end, text, tokens, sentences, context``, the
         ``meta_columns`` (as strings), and ``embedding`` (fixed-size list of float32) when
         asked. ``start``/``end`` are UTF-8 byte offsets, as in the CLI's files.
 

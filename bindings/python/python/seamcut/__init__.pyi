@@ -19,6 +19,7 @@ class Chunk:
     start_byte: int
     end_byte: int
     sentences: int
+    context: str
     def __init__(
         self,
         text: str,
@@ -28,6 +29,7 @@ class Chunk:
         start_byte: int,
         end_byte: int,
         sentences: int,
+        context: str = ...,
     ) -> None: ...
     def __len__(self) -> int: ...
     def __str__(self) -> str: ...
