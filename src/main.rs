@@ -93,7 +93,7 @@ Example:
     /// /v1/embeddings, text-embeddings-inference's /embed, /v1/chunk, /health, /info, /metrics).
     #[cfg(feature = "serve")]
     #[command(after_help = "\
-Routes: POST /v1/chunk {\"documents\": [{\"id\", \"text\"}], \"embeddings\": \"none|mean|reembed|auto\", \"spec\": {...}}
+Routes: POST /v1/chunk {\"documents\": [{\"id\", \"text\"}], \"embeddings\": \"none|mean|reembed|late|auto\", \"spec\": {...}}
 (chunks as `seamcut chunk` writes them: start/end are UTF-8 byte offsets); POST /v1/embeddings
 (OpenAI); POST /embed (text-embeddings-inference); GET /health, /info, /metrics (Prometheus).
 Listens on 127.0.0.1 unless --host says otherwise; SIGTERM finishes the requests in flight.
