@@ -71,7 +71,7 @@ impl Metrics {
         registry.register("request_duration_seconds", "Time to answer, by route", latency.clone());
         registry.register("queue_depth", "Jobs waiting for a batch", depth.clone());
         registry.register("batch_requests", "Requests per batch", batch_requests.clone());
-        registry.register("batch_sequences", "Texts (windows) per embedding batch", batch_sequences.clone());
+        registry.register("batch_sequences", "Texts per embedding batch", batch_sequences.clone());
         registry.register("batch_tokens", "Tokens per embedding batch", batch_tokens.clone());
         registry.register("dropped_jobs", "Jobs dropped unrun because their client left", dropped.clone());
         registry.register("embedded_tokens", "Tokens embedded (special tokens included)", tokens.clone());
