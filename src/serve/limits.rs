@@ -14,6 +14,7 @@ use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
+use prometheus_client::metrics::gauge::Gauge;
 use serde::de::DeserializeOwned;
 use subtle::ConstantTimeEq;
 
@@ -75,7 +76,24 @@ pub(crate) async fn admit(State(st): State<Arc<AppState>>, req: Request, next: N
     let Ok(_permit) = st.admission.clone().try_acquire_owned() else {
         return ApiError::overloaded(st.config.limits.max_concurrent_requests).into_response();
     };
+    let _counted = InFlight::new(&st.metrics.in_flight);
     next.run(req).await
+}
+
+/// One admitted request in the in-flight gauge, until it is answered or dropped.
+struct InFlight(Gauge);
+
+impl InFlight {
+    fn new(g: &Gauge) -> Self {
+        g.inc();
+        Self(g.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
 }
 
 /// The request's whole time, queue and model included: 503 past it. Dropping the handler

@@ -1,5 +1,5 @@
 //! The server's Prometheus metrics (`GET /metrics`, OpenMetrics text): requests by route and
-//! status, latency by route, jobs waiting per queue, batch sizes in requests, sequences and
+//! status, latency by route, requests admitted and not yet answered, jobs waiting per queue, batch sizes in requests, sequences and
 //! tokens, jobs dropped because their client left, and the tokens embedded with the seconds
 //! the model took (their ratio is tokens per second; the last batch's rate is a gauge).
 //!
@@ -45,6 +45,8 @@ pub(crate) struct Metrics {
     pub batch_sequences: Histograms<QueueLabel>,
     pub batch_tokens: Histograms<QueueLabel>,
     dropped: Family<QueueLabel, Counter>,
+    /// Requests admitted and not yet answered (waiting, batched or running).
+    pub in_flight: Gauge,
     pub tokens: Counter,
     pub model_seconds: Counter<f64, AtomicU64>,
     pub tokens_per_second: Gauge<f64, AtomicU64>,
@@ -64,11 +66,13 @@ impl Metrics {
         let batch_tokens: Histograms<QueueLabel> =
             Family::new_with_constructor(|| Histogram::new(exponential_buckets(16.0, 2.0, 16)));
         let dropped = Family::<QueueLabel, Counter>::default();
+        let in_flight = Gauge::default();
         let tokens = Counter::default();
         let model_seconds = Counter::<f64, AtomicU64>::default();
         let tokens_per_second = Gauge::<f64, AtomicU64>::default();
         registry.register("requests", "HTTP requests by route and status", requests.clone());
         registry.register("request_duration_seconds", "Time to answer, by route", latency.clone());
+        registry.register("requests_in_flight", "Requests admitted and not yet answered", in_flight.clone());
         registry.register("queue_depth", "Jobs waiting for a batch", depth.clone());
         registry.register("batch_requests", "Requests per batch", batch_requests.clone());
         registry.register("batch_sequences", "Texts per embedding batch", batch_sequences.clone());
@@ -90,6 +94,7 @@ impl Metrics {
             batch_sequences,
             batch_tokens,
             dropped,
+            in_flight,
             tokens,
             model_seconds,
             tokens_per_second,
