@@ -1020,7 +1020,7 @@ fn eval_retrieval(a: &RetrievalArgs) -> seamcut::Result<()> {
             seamcut::eval::retrieval::Retriever::Dense(m.embedder.as_ref())
         }
         (Some(m), seamcut::eval::retrieval::ChunkVectorSource::Late) => {
-            seamcut::eval::retrieval::Retriever::DenseLate(m.embedder.as_ref(), base.late_options(m)?)
+            seamcut::eval::retrieval::Retriever::DenseLate(&m.embedder, base.late_options(m)?)
         }
         (None, _) => seamcut::eval::retrieval::Retriever::Bm25,
     };

@@ -5,6 +5,8 @@
 //! over questions of `1 / log2(rank + 1)` for a hit within `k` (binary relevance), Recall@k
 //! the share of questions with a hit within `k`.
 
+use std::sync::Arc;
+
 use crate::embed::{embed_texts, Embedder};
 use crate::sizer::Sizer;
 use crate::Result;
@@ -77,7 +79,7 @@ pub enum Retriever<'a> {
     Dense(&'a dyn Embedder),
     /// Cosine of embeddings by a model, each chunk's vector pooled from a late pass over its
     /// document ([`crate::embed::late`]; chunks need their spans and the document).
-    DenseLate(&'a dyn Embedder, crate::embed::late::LateOptions),
+    DenseLate(&'a std::sync::Arc<dyn Embedder>, crate::embed::late::LateOptions),
     /// Okapi BM25 over lower-cased words ([`super::bm25`]).
     Bm25,
 }
@@ -91,6 +93,21 @@ impl Retriever<'_> {
                 format!("{}, late chunk vectors (window {}, stride {})", m.describe(), o.window, o.stride)
             }
             Self::Bm25 => "bm25 (k1 1.5, b 0.75)".into(),
+        }
+    }
+
+    /// The late-pooling plan of a [`Self::DenseLate`] retriever, for chunkers that can give
+    /// its vectors from their own pass ([`crate::pipeline::chunk_texts`]).
+    #[must_use]
+    pub fn late_plan(&self) -> Option<crate::pipeline::VectorPlan> {
+        match self {
+            Self::DenseLate(model, opts) => Some(crate::pipeline::VectorPlan {
+                mode: crate::pipeline::EmbeddingMode::Late,
+                model: Arc::clone(model),
+                long: crate::embed::LongInput::Truncate,
+                late: *opts,
+            }),
+            _ => None,
         }
     }
 
@@ -111,7 +128,8 @@ impl Retriever<'_> {
             Ok((0..questions.len()).map(|i| rank(cv, qv.dim, qv.row(i))).collect())
         };
         match (self, &case.vectors) {
-            (Self::Dense(model) | Self::DenseLate(model, _), Some(v)) => dense(*model, v),
+            (Self::Dense(model), Some(v)) => dense(*model, v),
+            (Self::DenseLate(model, _), Some(v)) => dense(model.as_ref(), v),
             (Self::Dense(model), None) => {
                 let texts = case.indexed();
                 let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
@@ -126,9 +144,9 @@ impl Retriever<'_> {
                     ));
                 }
                 let doc = crate::embed::late::LateDoc { text: case.document, spans: &spans };
-                let (v, _) = crate::embed::late::late_pool(*model, &[doc], *opts)?;
+                let (v, _) = crate::embed::late::late_pool(model.as_ref(), &[doc], *opts)?;
                 let cv: Vec<f32> = (0..v.len()).flat_map(|k| v.aggregate(k..k + 1)).collect();
-                dense(*model, &cv)
+                dense(model.as_ref(), &cv)
             }
             (Self::Bm25, _) => {
                 let idx = super::bm25::Bm25::new(&case.indexed());
