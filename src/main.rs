@@ -587,6 +587,18 @@ struct RetrievalArgs {
     /// for a miss, for paired comparisons).
     #[arg(long)]
     json: bool,
+    /// A dense retriever's chunk vectors: each chunk's `text` embedded on its own, or `late`,
+    /// pooled from a pass over the whole document (--late-window, --late-stride).
+    #[arg(long, value_enum, default_value_t = seamcut::eval::retrieval::ChunkVectorSource::Text)]
+    chunk_vectors: seamcut::eval::retrieval::ChunkVectorSource,
+    /// Index each chunk with its context (the document's title and the headings above it) in
+    /// front of its text.
+    #[arg(long)]
+    context: bool,
+    /// With --chunks: the chunks' vectors, a float32 .npy with a row per chunk (another tool's
+    /// chunk vectors), ranked instead of embedding the chunks' texts.
+    #[arg(long, requires = "chunks")]
+    vectors: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -1117,14 +1129,25 @@ fn eval_retrieval(a: &RetrievalArgs) -> seamcut::Result<()> {
         "bm25" => None,
         m => Some(ModelSpec { model: m.to_string(), ..ModelSpec::default() }.load()?),
     };
-    let retriever = match &dense {
-        Some(m) => seamcut::eval::retrieval::Retriever::Dense(m.embedder.as_ref()),
-        None => seamcut::eval::retrieval::Retriever::Bm25,
-    };
     let base = a.spec.spec(None, a.chunker_model.as_deref())?;
+    let retriever = match (&dense, a.chunk_vectors) {
+        (Some(m), seamcut::eval::retrieval::ChunkVectorSource::Text) => {
+            seamcut::eval::retrieval::Retriever::Dense(m.embedder.as_ref())
+        }
+        (Some(m), seamcut::eval::retrieval::ChunkVectorSource::Late) => {
+            seamcut::eval::retrieval::Retriever::DenseLate(&m.embedder, base.late_options(m)?)
+        }
+        (None, _) => seamcut::eval::retrieval::Retriever::Bm25,
+    };
     let sizer = base.sizer.build()?;
     let runs: Vec<(String, Option<usize>, seamcut::eval::retrieval::Report)> = if let Some(p) = &a.chunks {
-        let report = seamcut::eval::retrieval::evaluate_chunk_file(p, &questions, retriever, sizer.as_ref())?;
+        let report = seamcut::eval::retrieval::evaluate_chunk_file(
+            p,
+            a.vectors.as_deref(),
+            &questions,
+            retriever,
+            sizer.as_ref(),
+        )?;
         vec![(p.display().to_string(), None, report)]
     } else {
         if a.document.is_empty() {
@@ -1143,7 +1166,7 @@ fn eval_retrieval(a: &RetrievalArgs) -> seamcut::Result<()> {
             hard_thr_sweep: a.hard_thr_sweep.clone(),
             match_size: a.match_size,
         };
-        seamcut::eval::compare::retrieval(&plan, &docs, &questions, retriever, sizer.as_ref())?
+        seamcut::eval::compare::retrieval(&plan, &docs, &questions, retriever, sizer.as_ref(), a.context)?
             .into_iter()
             .map(|r| (r.label, Some(r.spec.max_tokens.max_tokens()), r.result))
             .collect()
@@ -1161,7 +1184,7 @@ fn eval_retrieval(a: &RetrievalArgs) -> seamcut::Result<()> {
     for (name, cap, r) in runs {
         if a.json {
             let mut o = serde_json::json!({"chunker": name, "cap": cap, "chunks": r.chunks, "mean_tokens": r.mean_tokens,
-                "questions": r.questions, "ranks": r.ranks, "span@5": r.span_mean, "spans": r.spans, "retriever": retriever.describe()});
+                "questions": r.questions, "ranks": r.ranks, "span@5": r.span_mean, "spans": r.spans, "retriever": retriever.describe(), "context": a.context});
             for (k, d, rec) in &r.scores {
                 o[format!("DCG@{k}")] = serde_json::json!(d);
                 o[format!("R@{k}")] = serde_json::json!(rec);

@@ -144,7 +144,8 @@ pub fn topics(plan: &Plan, docs: &[TopicDoc]) -> Result<Vec<Run<TopicScores>>> {
 }
 
 /// Score each chunker of `plan` by retrieval: each document is chunked and its questions
-/// rank only its own chunks, embedded by `retriever`; `sizer` measures mean chunk sizes.
+/// rank only its own chunks, embedded by `retriever`; `sizer` measures mean chunk sizes; with
+/// `context`, each chunk is indexed with its context (title and headings) in front.
 ///
 /// # Errors
 /// A chunker's build or model error, or the retriever's.
@@ -154,6 +155,7 @@ pub fn retrieval(
     questions: &[Vec<Question>],
     retriever: Retriever<'_>,
     sizer: &dyn Sizer,
+    context: bool,
 ) -> Result<Vec<Run<Report>>> {
     if documents.len() != questions.len() {
         return Err(Error::setting(
@@ -161,35 +163,53 @@ pub fn retrieval(
             format!("{} file(s) for {} document(s): give one per document", questions.len(), documents.len()),
         ));
     }
-    // Per document: chunk texts and byte spans.
-    type Chunked = Vec<(Vec<String>, Vec<(usize, usize)>)>;
-    let chunk_texts = |spec: &ChunkerSpec| -> Result<Chunked> {
+    // Per document: chunk byte spans, and for a late retriever the chunk vectors of an
+    // embedding chunker's own pass (its seams and vectors from one pass when its unit vectors
+    // are late and its model is the retriever's; baselines, which the size search chunks many
+    // times, are pooled when scored).
+    type Chunked = Vec<(Vec<(usize, usize)>, Option<Vec<f32>>)>;
+    let late_plan = retriever.late_plan();
+    let chunk_spans = |spec: &ChunkerSpec| -> Result<Chunked> {
         let c = spec.build()?;
         let texts: Vec<&str> = documents.iter().map(String::as_str).collect();
-        c.chunk_batch(&texts)
-            .into_iter()
-            .zip(documents)
-            .map(|(r, d)| {
-                let spans = r?;
-                Ok((
-                    spans.iter().map(|s| d[s.start..s.end].to_string()).collect(),
-                    spans.iter().map(|s| (s.start, s.end)).collect(),
-                ))
-            })
-            .collect()
+        let spans = |s: &[crate::chunk::ChunkSpan]| s.iter().map(|s| (s.start, s.end)).collect();
+        match &late_plan {
+            Some(plan) if !spec.chunker.is_baseline() => {
+                crate::pipeline::chunk_texts(c.as_ref(), &texts, Some(plan))
+                    .into_iter()
+                    .map(|r| r.map(|d| (spans(&d.spans), d.vectors)))
+                    .collect()
+            }
+            _ => c.chunk_batch(&texts).into_iter().map(|r| Ok((spans(&r?), None))).collect(),
+        }
     };
     let mean = |docs: &Chunked| {
         let n: usize = docs.iter().map(|d| d.0.len()).sum();
-        docs.iter().flat_map(|d| &d.0).map(|t| sizer.count(t)).sum::<usize>() as f64 / n.max(1) as f64
+        let tokens: usize = docs
+            .iter()
+            .zip(documents)
+            .flat_map(|(d, t)| d.0.iter().map(|&(s, e)| sizer.count(&t[s..e])))
+            .sum();
+        tokens as f64 / n.max(1) as f64
     };
-    let runs = plan.execute(chunk_texts, mean)?;
+    let runs = plan.execute(chunk_spans, mean)?;
     runs.into_iter()
         .map(|r| {
             let cases: Vec<Case<'_>> = r
                 .result
                 .into_iter()
+                .zip(documents)
                 .zip(questions)
-                .map(|((chunks, spans), q)| Case { chunks, spans, questions: q })
+                .map(|(((spans, vectors), d), q)| {
+                    let starts: Vec<usize> = spans.iter().map(|s| s.0).collect();
+                    let mut case = Case::new(d, spans, q);
+                    case.vectors = vectors;
+                    if context {
+                        // No id to fall back on: a document without headings has no title.
+                        case.contexts = Some(crate::segment::structure::contexts("", d, &starts));
+                    }
+                    case
+                })
                 .collect();
             Ok(Run { label: r.label, spec: r.spec, result: evaluate(retriever, &cases, sizer)? })
         })

@@ -5,6 +5,8 @@
 //! over questions of `1 / log2(rank + 1)` for a hit within `k` (binary relevance), Recall@k
 //! the share of questions with a hit within `k`.
 
+use std::sync::Arc;
+
 use crate::embed::{embed_texts, Embedder};
 use crate::sizer::Sizer;
 use crate::Result;
@@ -30,6 +32,43 @@ pub struct Case<'a> {
     pub chunks: Vec<String>,
     pub spans: Vec<(usize, usize)>,
     pub questions: &'a [Question],
+    /// The document the chunks come from (`""` when unknown): what a late pass reads.
+    pub document: &'a str,
+    /// Each chunk's context ([`crate::segment::structure::contexts`]) when the index keeps it
+    /// with the text: BM25 indexes `context` and the text, a dense retriever embeds them
+    /// together; `None`: the text alone.
+    pub contexts: Option<Vec<String>>,
+    /// Chunk vectors made elsewhere (`chunks × dim`, e.g. another tool's late chunker), used by
+    /// a dense retriever instead of embedding the chunks.
+    pub vectors: Option<Vec<f32>>,
+}
+
+impl<'a> Case<'a> {
+    /// Chunks and their byte spans in `document`, for `questions`, indexed as text.
+    #[must_use]
+    pub fn new(document: &'a str, spans: Vec<(usize, usize)>, questions: &'a [Question]) -> Self {
+        let chunks = spans.iter().map(|&(s, e)| document[s..e].to_string()).collect();
+        Self { chunks, spans, questions, document, contexts: None, vectors: None }
+    }
+
+    /// What the index holds for each chunk: its text, with its context in front when it has one.
+    fn indexed(&self) -> Vec<String> {
+        match &self.contexts {
+            Some(c) => c.iter().zip(&self.chunks).map(|(c, t)| format!("{c}\n{t}")).collect(),
+            None => self.chunks.clone(),
+        }
+    }
+}
+
+/// How a dense retriever gets its chunk vectors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+pub enum ChunkVectorSource {
+    /// Each chunk's text embedded on its own (cut at the model's window).
+    #[default]
+    Text,
+    /// Each chunk pooled from a late pass over its document with the same model.
+    Late,
 }
 
 /// What ranks chunks for a question.
@@ -38,6 +77,9 @@ pub enum Retriever<'a> {
     /// Cosine of embeddings by a model (chunks cut at its window, as sentence-transformers
     /// does).
     Dense(&'a dyn Embedder),
+    /// Cosine of embeddings by a model, each chunk's vector pooled from a late pass over its
+    /// document ([`crate::embed::late`]; chunks need their spans and the document).
+    DenseLate(&'a std::sync::Arc<dyn Embedder>, crate::embed::late::LateOptions),
     /// Okapi BM25 over lower-cased words ([`super::bm25`]).
     Bm25,
 }
@@ -47,25 +89,70 @@ impl Retriever<'_> {
     pub fn describe(&self) -> String {
         match self {
             Self::Dense(m) => m.describe(),
+            Self::DenseLate(m, o) => {
+                format!("{}, late chunk vectors (window {}, stride {})", m.describe(), o.window, o.stride)
+            }
             Self::Bm25 => "bm25 (k1 1.5, b 0.75)".into(),
         }
     }
 
-    /// Chunk indices in rank order for each question.
-    fn rankings(&self, chunks: &[String], questions: &[Question]) -> Result<Vec<Vec<usize>>> {
-        Ok(match self {
-            Self::Dense(model) => {
-                let q_refs: Vec<&str> = questions.iter().map(|q| q.question.as_str()).collect();
-                let (qv, _) = embed_texts(*model, &q_refs, Default::default())?;
-                let refs: Vec<&str> = chunks.iter().map(String::as_str).collect();
-                let (cv, _) = embed_texts(*model, &refs, Default::default())?;
-                (0..questions.len()).map(|i| rank(&cv.data, cv.dim, qv.row(i))).collect()
+    /// The late-pooling plan of a [`Self::DenseLate`] retriever, for chunkers that can give
+    /// its vectors from their own pass ([`crate::pipeline::chunk_texts`]).
+    #[must_use]
+    pub fn late_plan(&self) -> Option<crate::pipeline::VectorPlan> {
+        match self {
+            Self::DenseLate(model, opts) => Some(crate::pipeline::VectorPlan {
+                mode: crate::pipeline::EmbeddingMode::Late,
+                model: Arc::clone(model),
+                long: crate::embed::LongInput::Truncate,
+                late: *opts,
+            }),
+            _ => None,
+        }
+    }
+
+    /// Chunk indices in rank order for each of the case's questions.
+    fn rankings(&self, case: &Case<'_>) -> Result<Vec<Vec<usize>>> {
+        let questions = case.questions;
+        let dense = |model: &dyn Embedder, cv: &[f32]| -> Result<Vec<Vec<usize>>> {
+            let q_refs: Vec<&str> = questions.iter().map(|q| q.question.as_str()).collect();
+            let (qv, _) = embed_texts(model, &q_refs, Default::default())?;
+            if cv.len() != case.chunks.len() * qv.dim {
+                return Err(crate::Error::Config(format!(
+                    "{} chunk vectors of dimension {} for {} chunks",
+                    cv.len() / qv.dim.max(1),
+                    qv.dim,
+                    case.chunks.len()
+                )));
             }
-            Self::Bm25 => {
-                let idx = super::bm25::Bm25::new(chunks);
-                questions.iter().map(|q| idx.rank(&q.question)).collect()
+            Ok((0..questions.len()).map(|i| rank(cv, qv.dim, qv.row(i))).collect())
+        };
+        match (self, &case.vectors) {
+            (Self::Dense(model), Some(v)) => dense(*model, v),
+            (Self::DenseLate(model, _), Some(v)) => dense(model.as_ref(), v),
+            (Self::Dense(model), None) => {
+                let texts = case.indexed();
+                let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+                dense(*model, &embed_texts(*model, &refs, Default::default())?.0.data)
             }
-        })
+            (Self::DenseLate(model, opts), None) => {
+                let spans: Vec<crate::span::Span> =
+                    case.spans.iter().map(|&(s, e)| crate::span::Span::new(s, e)).collect();
+                if spans.len() != case.chunks.len() || case.document.is_empty() {
+                    return Err(crate::Error::Config(
+                        "late chunk vectors need the document and each chunk's span".into(),
+                    ));
+                }
+                let doc = crate::embed::late::LateDoc { text: case.document, spans: &spans };
+                let (v, _) = crate::embed::late::late_pool(model.as_ref(), &[doc], *opts)?;
+                let cv: Vec<f32> = (0..v.len()).flat_map(|k| v.aggregate(k..k + 1)).collect();
+                dense(model.as_ref(), &cv)
+            }
+            (Self::Bm25, _) => {
+                let idx = super::bm25::Bm25::new(&case.indexed());
+                Ok(questions.iter().map(|q| idx.rank(&q.question)).collect())
+            }
+        }
     }
 }
 
@@ -144,7 +231,7 @@ pub fn evaluate(retriever: Retriever<'_>, cases: &[Case<'_>], sizer: &dyn Sizer)
     let mut spans = Vec::new();
     let (mut chunks, mut tokens) = (0, 0);
     for case in cases {
-        let rankings = retriever.rankings(&case.chunks, case.questions)?;
+        let rankings = retriever.rankings(case)?;
         let norm: Vec<String> = case.chunks.iter().map(|t| normalize(t)).collect();
         for (q, order) in case.questions.iter().zip(&rankings) {
             ranks.push(hit_rank(order, &norm, &normalize(&q.must_contain)));
@@ -279,12 +366,14 @@ pub fn read_jsonl<T: serde::de::DeserializeOwned>(path: &std::path::Path, what: 
 }
 
 /// Score a chunk file (any JSONL with a `text` field: seamcut's or another tool's) on one
-/// question set.
+/// question set; with `vectors` (a float32 `.npy`, a row per chunk), a dense retriever ranks
+/// those chunk vectors instead of embedding the texts (another tool's late chunker).
 ///
 /// # Errors
 /// If the file cannot be read, or there is not exactly one question set.
 pub fn evaluate_chunk_file(
     path: &std::path::Path,
+    vectors: Option<&std::path::Path>,
     questions: &[Vec<Question>],
     retriever: Retriever<'_>,
     sizer: &dyn Sizer,
@@ -304,7 +393,11 @@ pub fn evaluate_chunk_file(
     let records: Vec<ChunkText> = read_jsonl(path, "a chunk needs a string \"text\"")?;
     let spans = records.iter().map_while(|r| Some((r.start?, r.end?))).collect();
     let chunks = records.into_iter().map(|r| r.text).collect();
-    evaluate(retriever, &[Case { chunks, spans, questions }], sizer)
+    let vectors = match vectors {
+        Some(p) => Some(crate::npy::read_f32(p)?.0),
+        None => None,
+    };
+    evaluate(retriever, &[Case { chunks, spans, questions, document: "", contexts: None, vectors }], sizer)
 }
 
 #[cfg(test)]

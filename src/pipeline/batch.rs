@@ -63,13 +63,39 @@ impl VectorPlan {
         Ok(Some(Self { mode, model, long, late }))
     }
 
-    /// What the chunker's own pass is asked for.
-    fn wanted(&self) -> ChunkVectors {
+    /// What the chunker's own pass is asked for: nothing when the plan embeds with another
+    /// model than the chunker's (its vectors are then all made here).
+    fn wanted(&self, chunker: &dyn Chunker) -> ChunkVectors {
+        if !chunker.unit_model().is_some_and(|m| Arc::ptr_eq(m, &self.model)) {
+            return ChunkVectors::None;
+        }
         match self.mode {
             EmbeddingMode::Mean => ChunkVectors::Mean,
             EmbeddingMode::Late => ChunkVectors::Late(self.late),
             EmbeddingMode::Reembed | EmbeddingMode::Auto => ChunkVectors::None,
         }
+    }
+
+    /// The plan for `mode` with `chunker` built from `spec`: the chunker's own model where it
+    /// has unit vectors, else the spec's model (loaded once per process); the late pass as the
+    /// spec says ([`crate::spec::ChunkerSpec::late_options`]). What a caller with a spec in hand
+    /// (a binding, a server) uses.
+    ///
+    /// # Errors
+    /// As [`Self::new`], and the model's load error.
+    pub fn for_spec(
+        spec: &crate::spec::ChunkerSpec,
+        chunker: &dyn Chunker,
+        mode: Option<EmbeddingMode>,
+        long: LongInput,
+    ) -> Result<Option<Self>> {
+        if mode.is_none() {
+            return Ok(None);
+        }
+        let model = spec.load_model()?;
+        let late = spec.late_options(&model)?;
+        let own = chunker.unit_model().is_some();
+        Self::new(chunker, mode, (!own).then(|| model.embedder.clone()), long, Some(late))
     }
 
     /// The vectors' dimension.
@@ -82,7 +108,7 @@ impl VectorPlan {
 /// The prepare stage: the chunker's first stage, asking for mean vectors where the plan does.
 #[must_use]
 pub fn prepare<'c>(chunker: &'c dyn Chunker, texts: &[&str], plan: Option<&VectorPlan>) -> Pending<'c> {
-    chunker.prepare_batch(texts, plan.map_or(ChunkVectors::None, VectorPlan::wanted))
+    chunker.prepare_batch(texts, plan.map_or(ChunkVectors::None, |p| p.wanted(chunker)))
 }
 
 /// The finish stage: the chunker's last stage, then the chunk vectors that still need the

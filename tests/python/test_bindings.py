@@ -300,3 +300,33 @@ def test_the_wheel_installs_and_runs_in_a_fresh_venv_without_network():
         out = subprocess.run([py, "-c", "import seamcut; print(seamcut.Chunker()('Some text. More.'))"],
                              cwd=d, env=env, check=True, capture_output=True, text=True).stdout
     assert "Chunk(text='Some text. More.', start_index=0, end_index=16" in out, out
+
+
+def test_chunk_vectors_in_python_equal_the_clis():
+    text = ("# Birds\n\nOwls hunt at night. They fly without a sound.\n\n"
+            "## Gulls\n\nGulls follow the fishing boats. They eat what the nets bring up.\n\n"
+            "The harbour is quiet in winter. Ice closes it for weeks.\n")
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "a.txt")
+        open(src, "w", encoding="utf-8").write(text)
+        for name, mode in [("maxmin", "late"), ("recursive", "late"), ("maxmin", "mean"), ("sentence", "reembed")]:
+            c = seamcut.Chunker(name, max_tokens=24)
+            got = c.chunk_batch([text], embeddings=mode)[0]
+            assert [(x.start_byte, x.end_byte) for x in got] == [(x.start_byte, x.end_byte) for x in c.chunk(text)]
+            out = os.path.join(d, f"{name}-{mode}.jsonl")
+            r = subprocess.run([BIN, "chunk", src, "--chunker", name, "--max-tokens", "24", "--embeddings", mode,
+                                "-o", out, "-q"], capture_output=True, text=True)
+            assert r.returncode == 0, r.stderr
+            want = np.load(out[:-len(".jsonl")] + ".npy")
+            v = np.stack([x.embedding for x in got])
+            assert v.shape == want.shape and v.dtype == np.float32, (name, mode, v.shape, want.shape)
+            assert np.allclose(v, want, atol=1e-5), (name, mode)
+            assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-4)
+            assert all(x.context.startswith("Birds") for x in got)
+        # One document through chunk() gets the same vectors; no embeddings, no vectors.
+        c = seamcut.Chunker("maxmin", max_tokens=24)
+        one = c.chunk(text, embeddings="late")
+        assert np.allclose(np.stack([x.embedding for x in one]), np.stack([x.embedding for x in c.chunk_batch([text], embeddings="late")[0]]))
+        assert all(x.embedding is None for x in c.chunk(text))
+        with pytest.raises(ValueError, match="embeddings"):
+            c.chunk(text, embeddings="sideways")

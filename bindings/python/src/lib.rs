@@ -27,7 +27,9 @@ use seamcut::device::{DeviceSpec, Precision};
 use seamcut::embed::{embed_texts, EmbedOptions};
 use seamcut::models::ModelSpec;
 use seamcut::output::ArrowSink;
-use seamcut::pipeline::{CorpusJob, EmbeddingMode, JobOptions, OnError, SharedSink, Target};
+use seamcut::pipeline::{
+    chunk_texts, CorpusJob, EmbeddingMode, JobOptions, OnError, SharedSink, Target, VectorPlan,
+};
 use seamcut::spec::ChunkerSpec;
 use seamcut::Error;
 
@@ -62,6 +64,9 @@ fn class(e: &Error) -> fn(String) -> PyErr {
 /// One chunk as the Python side builds its `Chunk` from it:
 /// `(text, start_index, end_index, token_count, start_byte, end_byte, sentences, context)`.
 type ChunkTuple = (String, usize, usize, usize, usize, usize, usize, String);
+
+/// A document's chunks and their vectors, `chunks × dim`.
+type DocWithVectors<'py> = (Vec<ChunkTuple>, Bound<'py, numpy::PyArray2<f32>>);
 
 /// Character (code point) offsets of sorted byte offsets into `text`, in one pass.
 struct CharCursor<'a> {
@@ -132,6 +137,39 @@ impl Chunker {
 
     fn chunk(&self, py: Python<'_>, text: String) -> PyResult<Vec<ChunkTuple>> {
         py.detach(|| self.inner.chunk(&text).map(|spans| tuples(&text, &spans))).map_err(py_err)
+    }
+
+    /// Chunk many documents with chunk vectors (`embeddings`: the library's mode names:
+    /// `mean`, `reembed`, `late`, `auto`): per document its chunks and a `chunks × dim`
+    /// float32 array, through the batch path a corpus job runs.
+    fn chunk_batch_vectors<'py>(
+        &self,
+        py: Python<'py>,
+        texts: Vec<String>,
+        embeddings: String,
+    ) -> PyResult<Vec<DocWithVectors<'py>>> {
+        let mode = serde_json::from_value::<EmbeddingMode>(serde_json::Value::String(embeddings.clone()))
+            .map_err(|e| {
+                PyValueError::new_err(format!("embeddings={embeddings:?}: expected a mode ({e})"))
+            })?;
+        let docs = py
+            .detach(|| -> Result<_, Error> {
+                let plan =
+                    VectorPlan::for_spec(&self.spec, self.inner.as_ref(), Some(mode), Default::default())?;
+                let dim = plan.as_ref().map_or(0, VectorPlan::dim);
+                let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+                chunk_texts(self.inner.as_ref(), &refs, plan.as_ref())
+                    .into_iter()
+                    .zip(&texts)
+                    .map(|(r, text)| {
+                        let c = r?;
+                        let v = c.vectors.unwrap_or_default();
+                        Ok((tuples(text, &c.spans), c.spans.len(), dim, v))
+                    })
+                    .collect::<Result<Vec<_>, Error>>()
+            })
+            .map_err(py_err)?;
+        docs.into_iter().map(|(t, n, dim, v)| Ok((t, PyArray1::from_vec(py, v).reshape([n, dim])?))).collect()
     }
 
     fn chunk_batch(&self, py: Python<'_>, texts: Vec<String>) -> PyResult<Vec<Vec<ChunkTuple>>> {

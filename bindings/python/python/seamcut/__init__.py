@@ -81,6 +81,9 @@ class Chunk:
     #: The headings above the chunk, ``"Title > Chapter 3 > 3.2 Quoting"`` (the document's
     #: first heading is its title), for an index to keep beside the text.
     context: str = ""
+    #: The chunk's vector (float32, L2-normalised) when ``chunk``/``chunk_batch`` were asked
+    #: for ``embeddings``; else ``None``.
+    embedding: Any = None
 
     def __str__(self) -> str:
         return self.text
@@ -154,19 +157,35 @@ class Chunker:
     def __repr__(self) -> str:
         return f"seamcut.Chunker({self._native.describe()}, max_tokens={self._spec['max_tokens']})"
 
-    def chunk(self, text: str) -> List[Chunk]:
-        """Chunk one document."""
+    def chunk(self, text: str, embeddings: Optional[str] = None) -> List[Chunk]:
+        """Chunk one document; with ``embeddings`` (see :meth:`chunk_batch`), each chunk's
+        ``embedding`` is set."""
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, not {type(text).__name__}")
+        if embeddings is not None:
+            return self.chunk_batch([text], embeddings=embeddings)[0]
         return [Chunk(*t) for t in self._native.chunk(text)]
 
-    def chunk_batch(self, texts: Sequence[str]) -> List[List[Chunk]]:
-        """Chunk many documents together (their units are embedded in shared batches)."""
+    def chunk_batch(self, texts: Sequence[str], embeddings: Optional[str] = None) -> List[List[Chunk]]:
+        """Chunk many documents together (their units are embedded in shared batches).
+
+        ``embeddings`` sets each chunk's ``embedding`` (float32, L2-normalised): ``"late"``
+        (pooled from a pass over the whole document: a vector that knows its context; any
+        chunker), ``"mean"`` (the mean of the chunk's unit vectors, embedding chunkers),
+        ``"reembed"`` (the chunk's text embedded on its own), ``"auto"``; ``None``: no vectors.
+        """
         texts = list(texts)
         for i, t in enumerate(texts):
             if not isinstance(t, str):
                 raise TypeError(f"texts[{i}] must be a str, not {type(t).__name__}")
-        return [[Chunk(*t) for t in doc] for doc in self._native.chunk_batch(texts)]
+        if embeddings is None:
+            return [[Chunk(*t) for t in doc] for doc in self._native.chunk_batch(texts)]
+        if not isinstance(embeddings, str):
+            raise TypeError(f"embeddings must be a str or None, not {type(embeddings).__name__}")
+        out = []
+        for tuples, vectors in self._native.chunk_batch_vectors(texts, embeddings):
+            out.append([Chunk(*t, embedding=vectors[i]) for i, t in enumerate(tuples)])
+        return out
 
     def __call__(self, text: Union[str, Sequence[str]]) -> Union[List[Chunk], List[List[Chunk]]]:
         """``chunker(text)`` is :meth:`chunk`; ``chunker([texts])`` is :meth:`chunk_batch`."""
@@ -190,7 +209,8 @@ class Chunker:
         asked. ``start``/``end`` are UTF-8 byte offsets, as in the CLI's files.
 
         ``embeddings``: ``False``; ``"mean"`` (the normalised mean of the chunk's unit
-        vectors, embedding chunkers only); ``"reembed"`` (each chunk's text embedded); or
+        vectors, embedding chunkers only); ``"reembed"`` (each chunk's text embedded);
+        ``"late"`` (pooled from a pass over the whole document; any chunker); or
         ``True`` for ``"mean"`` with an embedding chunker and ``"reembed"`` with a baseline.
         A missing text, id or metadata column raises ``ValueError``; ``id_column=None``
         numbers the rows instead (``table:ROW``, from 1). A row whose text is null is skipped

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Chunk vectors that carry their document, on the broad benchmark (issue 22's protocol): for
+# each dense retriever and cap, the same questions ranked over
+#   rec-text      recursive chunks, each embedded on its own (what indexers do today: row a)
+#   rec-late      the same chunks, late vectors (row b)
+#   rec-text-ctx  the same chunks, each embedded with its context (title > headings) in front
+#   maxmin-late   Max-Min with late unit vectors on the retriever's model, its chunk vectors
+#                 from the same pass (row c), with recursive size-matched to it (late vectors)
+#   chonkie-late  Chonkie's LateChunker with the same model and chunk_size (row d; needs
+#                 CHONKIE_PY, a python with benches/requirements-bench.txt)
+# and for BM25: rec-text, rec-text-ctx (row f). Every row is one `seamcut eval retrieval --json`
+# over the split's texts (pooled, in manifest order); chonkie-late is scored per text.
+#   benches/broad/late.sh OUT.jsonl [SPLIT]        SPLIT: dev (default), heldout
+# Settings by environment: RETRIEVERS ("all-MiniLM-L6-v2 all-mpnet-base-v2"), CAPS ("128 256"),
+# ROWS (all of the above), LATE (flags for the late pass, e.g. "--late-window 128").
+# Then: python3 benches/broad/late_table.py OUT.jsonl
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+out="${1:?usage: benches/broad/late.sh OUT.jsonl [dev|heldout]}"
+split="${2:-dev}"
+texts="${SEAMCUT_CACHE:-$PWD/target/fetch}/broad-texts"
+benches/broad/fetch.sh "$texts" >/dev/null
+mapfile -t names < <(python3 -c "
+import json
+m=json.load(open('benches/broad/manifest.json'))
+for t in m['texts']:
+    if '$split'=='all' or t['split']=='$split': print(t['name'])")
+docs=(); paths=()
+for n in "${names[@]}"; do
+  docs+=(--document "$texts/$n.txt" --questions "benches/broad/questions/$n.jsonl")
+  paths+=("$texts/$n.txt")
+done
+names_json=$(printf '"%s",' "${names[@]}"); names_json="[${names_json%,}]"
+rows="${ROWS:-rec-text rec-late rec-text-ctx maxmin-late chonkie-late}"
+bin=target/release/seamcut
+emit() { # row retriever cap: wrap each JSON line of stdin
+  sed "s|^|{\"row\":\"$1\",\"retriever\":\"$2\",\"cap\":$3,\"split\":\"$split\",\"texts\":$names_json,\"late\":\"${LATE:-}\",\"r\":|; s|$|}|" >> "$out"
+}
+for cap in ${CAPS:-128 256}; do
+  for r in ${RETRIEVERS:-all-MiniLM-L6-v2 all-mpnet-base-v2} bm25; do
+    ev=("$bin" eval retrieval --json --max-tokens "$cap" --retriever "$r")
+    for row in $rows; do
+      # shellcheck disable=SC2086
+      case "$row:$r" in
+        rec-text:*) "${ev[@]}" --chunker recursive "${docs[@]}" | emit "$row" "$r" "$cap" ;;
+        rec-text-ctx:*) "${ev[@]}" --chunker recursive --context "${docs[@]}" | emit "$row" "$r" "$cap" ;;
+        rec-late:bm25 | maxmin-late:bm25 | chonkie-late:bm25) ;;
+        rec-late:*) "${ev[@]}" --chunker recursive --chunk-vectors late ${LATE:-} "${docs[@]}" | emit "$row" "$r" "$cap" ;;
+        maxmin-late:*)
+          "${ev[@]}" --chunker maxmin --chunker recursive --match-size --chunker-model "models/$r" \
+            --unit-vectors late --chunk-vectors late ${LATE:-} "${docs[@]}" | emit "$row" "$r" "$cap" ;;
+        chonkie-late:*)
+          [ -n "${CHONKIE_PY:-}" ] || { echo "chonkie-late needs CHONKIE_PY" >&2; continue; }
+          model=$([ "$r" = all-mpnet-base-v2 ] && echo mpnet || echo minilm)
+          dir=$(mktemp -d)
+          "$CHONKIE_PY" benches/late_vs_chonkie.py chunks "$dir" "${paths[@]}" --model "$model" --cap "$cap" >&2
+          for b in "${names[@]}"; do
+            "${ev[@]}" --chunks "$dir/$b.jsonl" --vectors "$dir/$b.npy" --questions "benches/broad/questions/$b.jsonl" |
+              sed "s|^|{\"row\":\"$row\",\"retriever\":\"$r\",\"cap\":$cap,\"split\":\"$split\",\"texts\":[\"$b\"],\"late\":\"\",\"r\":|; s|$|}|" >> "$out"
+          done ;;
+      esac
+    done
+  done
+done
