@@ -25,7 +25,6 @@ use super::queue::Queue;
 use crate::chunkers::{Chunker, DocChunks};
 use crate::corpus::Document;
 use crate::embed::LongInput;
-use crate::models::Model;
 use crate::output::{contexts, ChunkRecord};
 use crate::pipeline::{chunk_texts, EmbeddingMode, VectorPlan};
 use crate::spec::{ChunkerSpec, MACHINE_FIELDS};
@@ -90,7 +89,6 @@ impl Lane {
 /// The lanes, by spec and mode.
 pub(crate) struct Lanes {
     base: ChunkerSpec,
-    model: Arc<Model>,
     long: LongInput,
     budget: usize,
     metrics: Arc<Metrics>,
@@ -100,14 +98,13 @@ pub(crate) struct Lanes {
 impl Lanes {
     pub fn new(
         base: ChunkerSpec,
-        model: Arc<Model>,
         long: LongInput,
         budget: usize,
         size: usize,
         metrics: Arc<Metrics>,
     ) -> Self {
         let size = NonZeroUsize::new(size).unwrap_or(NonZeroUsize::MIN);
-        Self { base, model, long, budget, metrics, cache: Mutex::new(lru::LruCache::new(size)) }
+        Self { base, long, budget, metrics, cache: Mutex::new(lru::LruCache::new(size)) }
     }
 
     /// The spec a request's overrides make: the server's spec with them applied. Fields that
@@ -145,18 +142,15 @@ impl Lanes {
         if let Some(l) = self.cache.lock().map_err(|_| poisoned())?.get(&key) {
             return Ok(l.clone());
         }
-        let late_options = spec.late_options(&self.model);
-        let chunker: Arc<dyn Chunker> = tokio::task::spawn_blocking(move || spec.build())
-            .await
-            .map_err(|_| Error::Internal("building the chunker panicked".into()))??
-            .into();
-        // As a corpus job makes it: the spec's late window and stride over the model's.
-        let late = match mode {
-            Some(EmbeddingMode::Late) => Some(late_options?),
-            _ => None,
-        };
-        let plan =
-            VectorPlan::new(chunker.as_ref(), mode, Some(self.model.embedder.clone()), self.long, late)?;
+        let long = self.long;
+        let (chunker, plan) = tokio::task::spawn_blocking(move || -> Result<_> {
+            let chunker: Arc<dyn Chunker> = spec.build()?.into();
+            // As for a corpus job: the chunker's own model, else the spec's; its late pass.
+            let plan = VectorPlan::for_spec(&spec, chunker.as_ref(), mode, long)?;
+            Ok((chunker, plan))
+        })
+        .await
+        .map_err(|_| Error::Internal("building the chunker panicked".into()))??;
         let c = chunker.clone();
         let queue = Queue::start(self.budget, self.metrics.queue("chunk"), move |jobs: Vec<Vec<String>>| {
             let sizes: Vec<usize> = jobs.iter().map(Vec::len).collect();
@@ -282,10 +276,8 @@ mod tests {
 
     #[test]
     fn requests_cannot_name_the_machines_files_hosts_or_hardware() {
-        let model = crate::models::load_shared("default", &crate::device::Compute::cpu()).unwrap();
         let lanes = Lanes::new(
             ChunkerSpec::new(ChunkerKind::Maxmin),
-            model,
             LongInput::Truncate,
             1000,
             2,

@@ -89,19 +89,17 @@ pub fn run(config: ServeConfig) -> Result<()> {
         .thread_name("seamcut-serve")
         .build()
         .map_err(|e| Error::Internal(format!("cannot start the runtime: {e}")))?;
-    let result = rt.block_on(serve(config, model));
+    let result = rt.block_on(serve(config, model.embedder.clone()));
     // Work left running belongs to requests already answered (timed out, or their client
     // gone): it is not waited for long.
     rt.shutdown_timeout(Duration::from_secs(2));
     result
 }
 
-async fn serve(config: ServeConfig, loaded: Arc<crate::models::Model>) -> Result<()> {
-    let model = loaded.embedder.clone();
+async fn serve(config: ServeConfig, model: Arc<dyn Embedder>) -> Result<()> {
     let metrics = Arc::new(Metrics::new());
     let lanes = Lanes::new(
         config.spec.clone(),
-        loaded,
         config.long,
         config.max_batch_tokens,
         config.cached_chunkers,
