@@ -42,9 +42,11 @@ use crate::span::Span;
 use crate::{Error, Result};
 
 /// Content tokens per window when neither the catalog nor the model says otherwise (with
-/// the special tokens, a 256-token sequence): the issue's probe found all-MiniLM-L6-v2 helped
-/// by 256-token windows and hurt by 510-token ones, as models degrade past the length they
-/// were trained on.
+/// the special tokens, a 256-token sequence), every half window: issue 22's probe found
+/// all-MiniLM-L6-v2 helped by 256-token windows and hurt by 510-token ones, as models degrade
+/// past the length they were trained on; on the broad benchmark's dev texts, 254/127 and
+/// 126/63 both did a little better than chunks embedded alone, windows without overlap worse
+/// (`benches/RESULTS.md`, "Late pooling").
 pub const FALLBACK_WINDOW: usize = 254;
 
 /// Windowing and batching of the late pass.

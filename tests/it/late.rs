@@ -443,3 +443,141 @@ fn late_pass_timing() {
         );
     }
 }
+
+/// A retrieval probe for the late pass's choices (not a test: it prints and asserts nothing):
+/// recursive chunks of the broad benchmark's dev texts (`benches/broad/fetch.sh DIR`; DIR from
+/// `$BROAD_TEXTS`, else `target/fetch/broad-texts`), retrieved by all-MiniLM-L6-v2 question
+/// vectors, with chunk vectors embedded independently or late-pooled per (window, stride), each
+/// token taking its state from its most central window (the rule `late` implements) or from the
+/// mean of every window that holds it (a blend). Cap from `$LATE_PROBE_CAP` (256). Run
+/// optimised: `cargo test --release --test it late::late_retrieval_probe -- --ignored --nocapture`.
+#[test]
+#[ignore = "a retrieval probe; prints figures"]
+fn late_retrieval_probe() {
+    use seamcut::eval::retrieval::{hit_rank, normalize, rank, read_jsonl, scores, span_scores, Question};
+    let dir = std::env::var_os("BROAD_TEXTS")
+        .map_or_else(|| root().join("target/fetch/broad-texts"), PathBuf::from);
+    if !dir.is_dir() {
+        eprintln!("skipped: no broad texts in {} (benches/broad/fetch.sh DIR)", dir.display());
+        return;
+    }
+    let cap: usize = std::env::var("LATE_PROBE_CAP").ok().and_then(|c| c.parse().ok()).unwrap_or(256);
+    let model = minilm();
+    let m = model.as_ref();
+    let dim = m.dim();
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root().join("benches/broad/manifest.json")).unwrap())
+            .unwrap();
+    let configs = [(254usize, 254usize), (254, 127), (126, 126), (126, 63)];
+    // Rows: independent, then per config central and blend.
+    let names: Vec<String> = std::iter::once("independent".to_string())
+        .chain(
+            configs
+                .iter()
+                .flat_map(|(w, s)| [format!("late {w}/{s} central"), format!("late {w}/{s} blend")]),
+        )
+        .collect();
+    let mut all_ranks = vec![Vec::new(); names.len()];
+    let mut all_recall = vec![Vec::new(); names.len()];
+    let mut spec = seamcut::spec::ChunkerSpec::new(seamcut::chunkers::ChunkerKind::Recursive);
+    spec.max_tokens = cap;
+    spec.sizer = root().join("models/all-MiniLM-L6-v2").display().to_string();
+    let chunker = spec.build().unwrap();
+    for t in manifest["texts"].as_array().unwrap() {
+        if t["split"] != "dev" {
+            continue;
+        }
+        let name = t["name"].as_str().unwrap();
+        let text = std::fs::read_to_string(dir.join(format!("{name}.txt"))).unwrap();
+        let questions: Vec<Question> =
+            read_jsonl(&root().join(format!("benches/broad/questions/{name}.jsonl")), "questions").unwrap();
+        let chunks = chunker.chunk(&text).unwrap();
+        let spans: Vec<(usize, usize)> = chunks.iter().map(|c| (c.start, c.end)).collect();
+        let chunk_texts: Vec<&str> = spans.iter().map(|&(a, b)| &text[a..b]).collect();
+        let norm: Vec<String> = chunk_texts.iter().map(|c| normalize(c)).collect();
+        let q_texts: Vec<&str> = questions.iter().map(|q| q.question.as_str()).collect();
+        let (qv, _) = embed_texts(m, &q_texts, EmbedOptions::default()).unwrap();
+        let mut sets = vec![embed_texts(m, &chunk_texts, EmbedOptions::default()).unwrap().0.data];
+        // The late passes: every window run once, both rules read from the same states.
+        let (ids, starts) = m.content_ids_with_starts(&text);
+        let n = ids.len();
+        let mut chunk_of = Vec::with_capacity(n);
+        let mut c = 0;
+        for &s in &starts {
+            while c + 1 < spans.len() && spans[c].1 <= s {
+                c += 1;
+            }
+            chunk_of.push(c);
+        }
+        let (pre, post) = m.special_ids();
+        for &(w, s) in &configs {
+            let wins = late::window_starts(n, w, s);
+            let owner = late::central_windows(n, &wins, w, s);
+            let mut holders = vec![0f32; n];
+            for &a in &wins {
+                holders[a..(a + w).min(n)].iter_mut().for_each(|h| *h += 1.0);
+            }
+            let mut central = vec![0f32; spans.len() * dim];
+            let mut blend = vec![0f32; spans.len() * dim];
+            for group in wins.chunks(64) {
+                let mut fb = FlatBatch::default();
+                for &a in group {
+                    let seq: Vec<u32> =
+                        pre.iter().chain(&ids[a..(a + w).min(n)]).chain(post).copied().collect();
+                    fb.push(&seq);
+                }
+                let states = m.token_states(&fb).unwrap().flatten_all().unwrap().to_vec1::<f32>().unwrap();
+                for (j, &a) in group.iter().enumerate() {
+                    let k = wins.binary_search(&a).unwrap();
+                    for tok in a..(a + w).min(n) {
+                        let row = fb.cu_seqlens[j] + pre.len() + tok - a;
+                        let state = &states[row * dim..(row + 1) * dim];
+                        let ch = chunk_of[tok];
+                        if owner[tok] == k {
+                            central[ch * dim..(ch + 1) * dim]
+                                .iter_mut()
+                                .zip(state)
+                                .for_each(|(o, x)| *o += x);
+                        }
+                        let inv = 1.0 / holders[tok];
+                        blend[ch * dim..(ch + 1) * dim]
+                            .iter_mut()
+                            .zip(state)
+                            .for_each(|(o, x)| *o += inv * x);
+                    }
+                }
+            }
+            sets.push(central);
+            sets.push(blend);
+        }
+        let mut line = format!("{name}: {} chunks, {} questions, {n} tokens;", spans.len(), questions.len());
+        for (i, mut v) in sets.into_iter().enumerate() {
+            for row in v.chunks_mut(dim) {
+                seamcut::embed::normalize(row);
+            }
+            let mut ranks = Vec::new();
+            for (qi, q) in questions.iter().enumerate() {
+                let order = rank(&v, dim, qv.row(qi));
+                ranks.push(hit_rank(&order, &norm, &normalize(&q.must_contain)));
+                if !q.evidence.is_empty() {
+                    let top: Vec<(usize, usize)> = order.iter().take(5).map(|&c| spans[c]).collect();
+                    let ev: Vec<(usize, usize)> = q.evidence.iter().map(|e| (e[0], e[1])).collect();
+                    all_recall[i].push(span_scores(&top, &ev).recall);
+                }
+            }
+            let dcg10 = scores(&ranks).iter().find(|s| s.0 == 10).unwrap().1;
+            line += &format!(" {}: {dcg10:.1}", names[i]);
+            all_ranks[i].extend(ranks);
+        }
+        println!("{line}");
+    }
+    println!("\nrecursive, cap {cap}, all-MiniLM-L6-v2, dev texts pooled");
+    println!("| chunk vectors | DCG@10 | Recall@10 | span recall@5 | questions |");
+    println!("|---|---|---|---|---|");
+    for (i, name) in names.iter().enumerate() {
+        let s = scores(&all_ranks[i]);
+        let (_, dcg, rec) = s.iter().find(|s| s.0 == 10).copied().unwrap();
+        let sr = all_recall[i].iter().sum::<f64>() / all_recall[i].len().max(1) as f64;
+        println!("| {name} | {dcg:.1} | {rec:.1} | {sr:.1} | {} |", all_ranks[i].len());
+    }
+}
