@@ -11,7 +11,8 @@
 # and for BM25: rec-text, rec-text-ctx (row f). Every row is one `seamcut eval retrieval --json`
 # over the split's texts (pooled, in manifest order); chonkie-late is scored per text.
 #   benches/broad/late.sh OUT.jsonl [SPLIT]        SPLIT: dev (default), heldout
-# Settings by environment: RETRIEVERS ("all-MiniLM-L6-v2 all-mpnet-base-v2"), CAPS ("128 256"),
+# Settings by environment: RETRIEVERS ("all-MiniLM-L6-v2 all-mpnet-base-v2", folders in models/),
+# CAPS ("128 256"), SEAMCUT_BIN (target/release/seamcut),
 # ROWS (all of the above), LATE (flags for the late pass, e.g. "--late-window 128").
 # Then: python3 benches/broad/late_table.py OUT.jsonl
 set -euo pipefail
@@ -32,13 +33,14 @@ for n in "${names[@]}"; do
 done
 names_json=$(printf '"%s",' "${names[@]}"); names_json="[${names_json%,}]"
 rows="${ROWS:-rec-text rec-late rec-text-ctx maxmin-late chonkie-late}"
-bin=target/release/seamcut
+bin="${SEAMCUT_BIN:-target/release/seamcut}"
 emit() { # row retriever cap: wrap each JSON line of stdin
   sed "s|^|{\"row\":\"$1\",\"retriever\":\"$2\",\"cap\":$3,\"split\":\"$split\",\"texts\":$names_json,\"late\":\"${LATE:-}\",\"r\":|; s|$|}|" >> "$out"
 }
 for cap in ${CAPS:-128 256}; do
   for r in ${RETRIEVERS:-all-MiniLM-L6-v2 all-mpnet-base-v2} bm25; do
-    ev=("$bin" eval retrieval --json --max-tokens "$cap" --retriever "$r")
+    model=$([ "$r" = bm25 ] && echo bm25 || echo "models/$r")
+    ev=("$bin" eval retrieval --json --max-tokens "$cap" --retriever "$model")
     for row in $rows; do
       # shellcheck disable=SC2086
       case "$row:$r" in
@@ -51,9 +53,9 @@ for cap in ${CAPS:-128 256}; do
             --unit-vectors late --chunk-vectors late ${LATE:-} "${docs[@]}" | emit "$row" "$r" "$cap" ;;
         chonkie-late:*)
           [ -n "${CHONKIE_PY:-}" ] || { echo "chonkie-late needs CHONKIE_PY" >&2; continue; }
-          model=$([ "$r" = all-mpnet-base-v2 ] && echo mpnet || echo minilm)
+          short=$([ "$r" = all-mpnet-base-v2 ] && echo mpnet || echo minilm)
           dir=$(mktemp -d)
-          "$CHONKIE_PY" benches/late_vs_chonkie.py chunks "$dir" "${paths[@]}" --model "$model" --cap "$cap" >&2
+          "$CHONKIE_PY" benches/late_vs_chonkie.py chunks "$dir" "${paths[@]}" --model "$short" --cap "$cap" >&2
           for b in "${names[@]}"; do
             "${ev[@]}" --chunks "$dir/$b.jsonl" --vectors "$dir/$b.npy" --questions "benches/broad/questions/$b.jsonl" |
               sed "s|^|{\"row\":\"$row\",\"retriever\":\"$r\",\"cap\":$cap,\"split\":\"$split\",\"texts\":[\"$b\"],\"late\":\"\",\"r\":|; s|$|}|" >> "$out"

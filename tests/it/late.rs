@@ -480,8 +480,8 @@ fn late_retrieval_probe() {
     let mut all_ranks = vec![Vec::new(); names.len()];
     let mut all_recall = vec![Vec::new(); names.len()];
     let mut spec = seamcut::spec::ChunkerSpec::new(seamcut::chunkers::ChunkerKind::Recursive);
-    spec.max_tokens = cap;
-    spec.sizer = root().join("models/all-MiniLM-L6-v2").display().to_string();
+    spec.max_tokens = seamcut::cap::Cap::new(cap);
+    spec.sizer = seamcut::sizer::SizerSpec::Tokenizer(root().join("models/all-MiniLM-L6-v2"));
     let chunker = spec.build().unwrap();
     for t in manifest["texts"].as_array().unwrap() {
         if t["split"] != "dev" {
