@@ -25,10 +25,14 @@ pub fn is_heading(unit: &str) -> bool {
     if t.is_empty() || t.len() > 80 || t.contains('\n') || t.split_whitespace().count() > 10 {
         return false;
     }
-    // Markdown: one to six `#` and a space (not `#include`, `#1`).
+    // Markdown: one to six `#` and a space (not `#include`, `#1`), then a capital or a digit
+    // (not a shell comment, `# set the path`).
     let hashes = t.bytes().take_while(|&b| b == b'#').count();
     if hashes > 0 {
-        return hashes <= 6 && t.as_bytes().get(hashes) == Some(&b' ');
+        let rest = t[hashes..].trim_start();
+        return hashes <= 6
+            && t.as_bytes().get(hashes) == Some(&b' ')
+            && rest.chars().next().is_some_and(|c| c.is_uppercase() || c.is_ascii_digit());
     }
     let Some(first) = t.chars().next() else { return false };
     if !(first.is_uppercase() || first.is_ascii_digit()) {
@@ -47,7 +51,7 @@ pub fn is_heading(unit: &str) -> bool {
     let last = t.chars().next_back().unwrap_or(' ');
     !matches!(
         last,
-        '.' | '!' | '?' | ',' | ';' | ':' | '"' | '\'' | '”' | '’' | ')' | '…' | '。' | '！' | '？'
+        '.' | '!' | '?' | ',' | ';' | ':' | '"' | '\'' | '”' | '’' | ')' | ']' | '…' | '。' | '！' | '？'
     )
 }
 
@@ -73,10 +77,14 @@ pub fn heading_prior(units: &[&str], weight: f64) -> Vec<f64> {
     prior
 }
 
+/// The level of a plain heading (`Geography`): below a line in capitals or a first-level one.
+const PLAIN: usize = 2;
+
 /// A heading's level in the outline: Markdown's `#` count; a numbered heading's depth
 /// (`3` → 1, `3.1.2 Quoting` → 3); 1 for a line in capitals (`CHAPTER IV.`); 2 for any other
 /// heading-like line (`Geography`), read as a section under the last capitalised or first-level
-/// heading. A heuristic: plain text does not say more.
+/// heading ([`headings`] puts one that recurs a level lower). A heuristic: plain text does
+/// not say more.
 #[must_use]
 pub fn heading_level(heading: &str) -> usize {
     let t = heading.trim();
@@ -97,7 +105,7 @@ pub fn heading_level(heading: &str) -> usize {
     if letters.clone().count() >= 2 && letters.clone().all(char::is_uppercase) {
         1
     } else {
-        2
+        PLAIN
     }
 }
 
@@ -110,39 +118,60 @@ pub struct Heading {
     pub text: String,
 }
 
-/// The headings of `text`: the first line of each paragraph that looks like one.
+/// The headings of `text`: paragraphs of one line that look like one ([`is_heading`]). A heading of the plain kind (not
+/// Markdown, numbered or in capitals) that recurs in the document (`Background`, `Geography`
+/// under each country of a reference book) names a section of a template, so it sits a level
+/// below the plain headings that occur once (the countries).
 #[must_use]
 pub fn headings(text: &str) -> Vec<Heading> {
     let mut out = Vec::new();
-    let mut para_start = true;
-    let mut at = 0;
-    for line in text.split_inclusive('\n') {
-        let start = at;
-        at += line.len();
-        let trimmed = line.trim();
-        if trimmed.is_empty() {
-            para_start = true;
+    let lines: Vec<(usize, &str)> = text
+        .split_inclusive('\n')
+        .scan(0, |at, l| {
+            let start = *at;
+            *at += l.len();
+            Some((start, l.trim()))
+        })
+        .collect();
+    for (i, &(start, line)) in lines.iter().enumerate() {
+        let para_start = i == 0 || lines[i - 1].1.is_empty();
+        let para_end = lines.get(i + 1).is_none_or(|l| l.1.is_empty());
+        // Its own paragraph: a heading is not the first line of a wrapped sentence, and a
+        // Markdown-like `# ...` line followed by more lines is a code comment more often
+        // than a heading in the plain texts seamcut reads.
+        if line.is_empty() || !para_start || !para_end || !is_heading(line) {
             continue;
         }
-        if para_start && is_heading(trimmed) {
-            let name = trimmed.trim_start_matches('#').trim();
-            out.push(Heading { start, level: heading_level(trimmed), text: name.to_string() });
+        let name = line.trim_start_matches('#').trim();
+        out.push(Heading { start, level: heading_level(line), text: name.to_string() });
+    }
+    let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for h in &out {
+        *seen.entry(h.text.as_str()).or_default() += 1;
+    }
+    let repeated: Vec<bool> = out.iter().map(|h| h.level == PLAIN && seen[h.text.as_str()] > 1).collect();
+    for (h, r) in out.iter_mut().zip(repeated) {
+        if r {
+            h.level = PLAIN + 1;
         }
-        para_start = false;
     }
     out
 }
 
 /// The context of each chunk starting at `starts` (ascending byte offsets into the document):
-/// the title (the document's first heading, else `id`; none when both are empty), then the
-/// path of headings that
+/// the title (the document's first heading when all others are below it, else `id`; none
+/// when it is empty), then the path of headings that
 /// stand above the chunk's start (the last heading of each level before it, deeper levels
 /// closed by a shallower one), joined by ` > `. A chunk that starts on a heading has that
 /// heading in its path.
 #[must_use]
 pub fn contexts(id: &str, text: &str, starts: &[usize]) -> Vec<String> {
     let heads = headings(text);
-    let title = heads.first().map_or(id, |h| h.text.as_str());
+    // The first heading is the document's title when every other heading is below it
+    // (`PRIDE AND PREJUDICE` over its chapters); a first heading with peers (the first country
+    // of a reference book) is only the first entry, and the id is the title.
+    let titled = heads.first().filter(|f| heads.iter().skip(1).all(|h| h.level > f.level));
+    let title = titled.map_or(id, |h| h.text.as_str());
     let mut path: Vec<&Heading> = Vec::new();
     let mut next = heads.iter().peekable();
     starts
@@ -155,8 +184,8 @@ pub fn contexts(id: &str, text: &str, starts: &[usize]) -> Vec<String> {
                 path.push(h);
             }
             let mut parts = if title.is_empty() { Vec::new() } else { vec![title] };
-            // The title is the first heading: it is not repeated in the path.
-            let first_start = heads.first().map(|h| h.start);
+            // A title heading is not repeated in the path.
+            let first_start = titled.map(|h| h.start);
             parts.extend(path.iter().filter(|h| Some(h.start) != first_start).map(|h| h.text.as_str()));
             parts.join(" > ")
         })
@@ -196,10 +225,25 @@ mod tests {
             ]
         );
         // Plain text: numbered and capitalised headings; no heading at all gives the id.
-        let plain = "CHAPTER I.\nIt was a dark night.\n\n1.2 Weather\nRain fell.\n\nMore rain.\n";
+        let plain = "CHAPTER I.\n\nIt was a dark night.\n\n1.2 Weather\n\nRain fell.\n\nMore rain.\n";
         let c = contexts("book", plain, &[0, plain.find("1.2").unwrap(), plain.find("More").unwrap()]);
         assert_eq!(c, vec!["CHAPTER I.", "CHAPTER I. > 1.2 Weather", "CHAPTER I. > 1.2 Weather"]);
         assert_eq!(contexts("notes.txt", "just words, no headings.", &[0]), vec!["notes.txt"]);
+        // A template's recurring sections sit under the entries that occur once; a wrapped
+        // line that starts a paragraph is not a heading.
+        let book = "Albania\n\nBackground\n\nOld.\n\nGeography\n\nHilly.\n\nChad\n\nBackground\n\nDry.\n\nGeography\n\nFlat.\n\n5. A list item that wraps\nonto a second line.\n\n# set the path\n";
+        let at = |s: &str| book.find(s).unwrap();
+        let c = contexts("f", book, &[at("Old"), at("Hilly"), at("Dry"), at("5. A"), at("# set")]);
+        assert_eq!(
+            c,
+            vec![
+                "f > Albania > Background",
+                "f > Albania > Geography",
+                "f > Chad > Background",
+                "f > Chad > Geography",
+                "f > Chad > Geography"
+            ]
+        );
         assert_eq!(heading_level("3.1.2 Quoting"), 3);
         assert_eq!(heading_level("CHAPTER IV."), 1);
         assert_eq!(heading_level("Geography"), 2);
