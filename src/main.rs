@@ -1134,6 +1134,9 @@ fn eval_retrieval(a: &RetrievalArgs) -> seamcut::Result<()> {
         (Some(m), seamcut::eval::retrieval::ChunkVectorSource::Text) => {
             seamcut::eval::retrieval::Retriever::Dense(m.embedder.as_ref())
         }
+        (Some(m), seamcut::eval::retrieval::ChunkVectorSource::Blend) => {
+            seamcut::eval::retrieval::Retriever::DenseBlend(&m.embedder, base.late_options(m)?)
+        }
         (Some(m), seamcut::eval::retrieval::ChunkVectorSource::Late) => {
             seamcut::eval::retrieval::Retriever::DenseLate(&m.embedder, base.late_options(m)?)
         }

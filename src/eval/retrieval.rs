@@ -69,6 +69,8 @@ pub enum ChunkVectorSource {
     Text,
     /// Each chunk pooled from a late pass over its document with the same model.
     Late,
+    /// The normalised sum of the two: what the chunk says alone and in its document.
+    Blend,
 }
 
 /// What ranks chunks for a question.
@@ -80,6 +82,9 @@ pub enum Retriever<'a> {
     /// Cosine of embeddings by a model, each chunk's vector pooled from a late pass over its
     /// document ([`crate::embed::late`]; chunks need their spans and the document).
     DenseLate(&'a std::sync::Arc<dyn Embedder>, crate::embed::late::LateOptions),
+    /// Cosine of embeddings by a model, each chunk's vector the normalised sum of its text's
+    /// ([`Self::Dense`]) and its late one ([`Self::DenseLate`]).
+    DenseBlend(&'a std::sync::Arc<dyn Embedder>, crate::embed::late::LateOptions),
     /// Okapi BM25 over lower-cased words ([`super::bm25`]).
     Bm25,
 }
@@ -91,6 +96,14 @@ impl Retriever<'_> {
             Self::Dense(m) => m.describe(),
             Self::DenseLate(m, o) => {
                 format!("{}, late chunk vectors (window {}, stride {})", m.describe(), o.window, o.stride)
+            }
+            Self::DenseBlend(m, o) => {
+                format!(
+                    "{}, text + late chunk vectors (window {}, stride {})",
+                    m.describe(),
+                    o.window,
+                    o.stride
+                )
             }
             Self::Bm25 => "bm25 (k1 1.5, b 0.75)".into(),
         }
@@ -129,13 +142,13 @@ impl Retriever<'_> {
         };
         match (self, &case.vectors) {
             (Self::Dense(model), Some(v)) => dense(*model, v),
-            (Self::DenseLate(model, _), Some(v)) => dense(model.as_ref(), v),
+            (Self::DenseLate(model, _) | Self::DenseBlend(model, _), Some(v)) => dense(model.as_ref(), v),
             (Self::Dense(model), None) => {
                 let texts = case.indexed();
                 let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
                 dense(*model, &embed_texts(*model, &refs, Default::default())?.0.data)
             }
-            (Self::DenseLate(model, opts), None) => {
+            (Self::DenseLate(model, opts) | Self::DenseBlend(model, opts), None) => {
                 let spans: Vec<crate::span::Span> =
                     case.spans.iter().map(|&(s, e)| crate::span::Span::new(s, e)).collect();
                 if spans.len() != case.chunks.len() || case.document.is_empty() {
@@ -145,7 +158,16 @@ impl Retriever<'_> {
                 }
                 let doc = crate::embed::late::LateDoc { text: case.document, spans: &spans };
                 let (v, _) = crate::embed::late::late_pool(model.as_ref(), &[doc], *opts)?;
-                let cv: Vec<f32> = (0..v.len()).flat_map(|k| v.aggregate(k..k + 1)).collect();
+                let mut cv: Vec<f32> = (0..v.len()).flat_map(|k| v.aggregate(k..k + 1)).collect();
+                if let Self::DenseBlend(..) = self {
+                    let texts = case.indexed();
+                    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+                    let tv = embed_texts(model.as_ref(), &refs, Default::default())?.0.data;
+                    for (row, t) in cv.chunks_mut(v.dim.max(1)).zip(tv.chunks(v.dim.max(1))) {
+                        row.iter_mut().zip(t).for_each(|(a, b)| *a += b);
+                        crate::embed::normalize(row);
+                    }
+                }
                 dense(model.as_ref(), &cv)
             }
             (Self::Bm25, _) => {
