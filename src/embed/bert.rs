@@ -1,10 +1,13 @@
-//! Transformer encoders on candle: BERT (all-MiniLM, BGE, E5, GTE style configs) and
-//! XLM-RoBERTa/RoBERTa, from a sentence-transformers model directory.
+//! Sentence-transformers model directories: BERT (all-MiniLM, BGE, E5, GTE style configs),
+//! XLM-RoBERTa/RoBERTa and MPNet, run by [`super::encoder`].
 //!
 //! Reads `config.json` (architecture), memory-maps `model.safetensors`, loads
 //! `tokenizer.json`, and takes pooling (mean or CLS) from the Pooling module named in
 //! `modules.json` (`1_Pooling/config.json`), and the window from
-//! `sentence_bert_config.json`'s `max_seq_length`. Vectors are always L2-normalised.
+//! `sentence_bert_config.json`'s `max_seq_length`. Vectors are always L2-normalised. On a
+//! GPU the pooling and normalisation are one kernel (`kernels/pool.cu`) and the vectors can
+//! stay there ([`super::Embedder::embed_tensor`]); [`super::Embedder::token_states`] gives the
+//! last layer's states for the late pass.
 
 use std::path::{Path, PathBuf};
 

@@ -12,9 +12,10 @@
 //! `[batch, longest, hidden]` tensor, so each linear layer is a batch of small matrix
 //! products and padding is computed too. Here, as in text-embeddings-inference, the tokens
 //! of all sequences stay flat, `[tokens, hidden]`: every linear layer is one large matrix
-//! product over real tokens only, and only attention gathers the tokens into a padded
-//! `[batch, heads, longest, head_dim]` layout (with a mask) and scatters them back.
-//! Measured in `benches/RESULTS.md`.
+//! product over real tokens only. Attention on the CPU in f32 runs per (sequence, head)
+//! straight from the flat QKV matrix ([`super::fused`]); on other devices and dtypes it
+//! gathers the tokens into a padded `[batch, heads, longest, head_dim]` layout (with a mask)
+//! and scatters them back. Measured in `benches/RESULTS.md`.
 
 use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::VarBuilder;

@@ -1,7 +1,8 @@
 //! Embedding: texts in, one L2-normalised vector per text out.
 //!
-//! An [`Embedder`] (one file per model family: [`bert`] for BERT/XLM-RoBERTa encoders on
-//! candle, [`static_model`] for model2vec static models) embeds a [`FlatBatch`]: the token
+//! An [`Embedder`] (one file per model family: [`bert`] for sentence-transformers encoders,
+//! BERT, RoBERTa/XLM-RoBERTa and MPNet, run by [`encoder`] on candle, with [`fused`] f32
+//! CPU ops; [`static_model`] for model2vec static models) embeds a [`FlatBatch`]: the token
 //! ids of many sequences concatenated, with cumulative lengths marking where each starts,
 //! as text-embeddings-inference does. Models know nothing about documents.
 //!
