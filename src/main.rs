@@ -774,6 +774,10 @@ struct ChunkArgs {
     /// Chunks longer than the model's window under --embeddings reembed: truncate or mean.
     #[arg(long, value_enum, default_value_t = LongInput::Truncate)]
     long: LongInput,
+    /// Under --embeddings reembed, embed each chunk with its context (the document's title and
+    /// the headings above it) in front of its text.
+    #[arg(long)]
+    context_prefix: bool,
     #[command(flatten)]
     run: RunArgs,
 }
@@ -888,11 +892,15 @@ fn chunk(a: &ChunkArgs) -> seamcut::Result<()> {
             spec.chunker
         );
     }
+    if a.context_prefix && !matches!(a.embeddings, Some(EmbeddingMode::Reembed | EmbeddingMode::Auto)) {
+        eprintln!("seamcut: warning: --context-prefix does nothing here: it applies to --embeddings reembed");
+    }
     seamcut::pipeline::set_threads(a.run.threads)?;
     let mut opts = a.run.job_options();
     opts.shard = a.shard.as_deref().map(Shard::parse).transpose()?;
     opts.embeddings = a.embeddings;
     opts.long = a.long;
+    opts.context_prefix = a.context_prefix;
     let job = CorpusJob {
         spec,
         inputs: a.input.inputs.clone(),

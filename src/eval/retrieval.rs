@@ -119,6 +119,7 @@ impl Retriever<'_> {
                 model: Arc::clone(model),
                 long: crate::embed::LongInput::Truncate,
                 late: *opts,
+                context_prefix: false,
             }),
             _ => None,
         }

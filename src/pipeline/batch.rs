@@ -24,6 +24,10 @@ pub struct VectorPlan {
     pub long: LongInput,
     /// The late pass under `late`.
     pub late: LateOptions,
+    /// Chunk texts embedded here (`reembed`) get their context in front, `Title > Heading`
+    /// and a line break ([`crate::segment::structure::contexts`], with no id for a title:
+    /// a document's id is seldom words a question uses).
+    pub context_prefix: bool,
 }
 
 impl VectorPlan {
@@ -60,7 +64,7 @@ impl VectorPlan {
         if mode == EmbeddingMode::Late {
             late.validate(model.as_ref())?;
         }
-        Ok(Some(Self { mode, model, long, late }))
+        Ok(Some(Self { mode, model, long, late, context_prefix: false }))
     }
 
     /// What the chunker's own pass is asked for: nothing when the plan embeds with another
@@ -151,13 +155,22 @@ fn fill_vectors(results: &mut [Result<DocChunks>], texts: &[&str], plan: &Vector
         .filter(|(_, r)| matches!(r, Ok(c) if c.vectors.is_none() && !c.spans.is_empty()))
         .map(|(i, _)| i)
         .collect();
-    let texts_of = |i: usize, r: &Result<DocChunks>| -> Vec<&str> {
-        match r {
-            Ok(c) => c.spans.iter().map(|s| &texts[i][s.start..s.end]).collect(),
-            Err(_) => Vec::new(),
+    let texts_of = |i: usize, r: &Result<DocChunks>| -> Vec<String> {
+        let Ok(c) = r else { return Vec::new() };
+        let text = |s: &crate::chunk::ChunkSpan| texts[i][s.start..s.end].to_string();
+        if !plan.context_prefix {
+            return c.spans.iter().map(text).collect();
         }
+        let starts: Vec<usize> = c.spans.iter().map(|s| s.start).collect();
+        let contexts = crate::segment::structure::contexts("", texts[i], &starts);
+        c.spans
+            .iter()
+            .zip(contexts)
+            .map(|(s, ctx)| if ctx.is_empty() { text(s) } else { format!("{ctx}\n{}", text(s)) })
+            .collect()
     };
-    let all: Vec<&str> = want.iter().flat_map(|&i| texts_of(i, &results[i])).collect();
+    let owned: Vec<String> = want.iter().flat_map(|&i| texts_of(i, &results[i])).collect();
+    let all: Vec<&str> = owned.iter().map(String::as_str).collect();
     let whole = embed::embed_texts(model, &all, opts).map(|(e, _)| e.data);
     let dim = model.dim();
     let mut at = 0;
@@ -165,7 +178,10 @@ fn fill_vectors(results: &mut [Result<DocChunks>], texts: &[&str], plan: &Vector
         let chunk_texts = texts_of(i, &results[i]);
         let v = match &whole {
             Ok(w) => Ok(w[at * dim..(at + chunk_texts.len()) * dim].to_vec()),
-            Err(_) => embed::embed_texts(model, &chunk_texts, opts).map(|(e, _)| e.data),
+            Err(_) => {
+                let refs: Vec<&str> = chunk_texts.iter().map(String::as_str).collect();
+                embed::embed_texts(model, &refs, opts).map(|(e, _)| e.data)
+            }
         };
         at += chunk_texts.len();
         match v {

@@ -144,6 +144,8 @@ pub struct JobOptions {
     pub long: LongInput,
     /// The late pass's window and stride under `late` (`None`: the model's defaults).
     pub late: Option<crate::embed::late::LateOptions>,
+    /// Chunks embedded again (`reembed`) get their context (title and headings) in front.
+    pub context_prefix: bool,
     /// Carried from JSONL/Parquet records into every chunk.
     pub meta_fields: Vec<String>,
     /// A progress bar on stderr.
@@ -163,6 +165,7 @@ impl Default for JobOptions {
             embeddings: None,
             long: LongInput::Truncate,
             late: None,
+            context_prefix: false,
             meta_fields: Vec::new(),
             progress: false,
             total_bytes: None,
@@ -382,6 +385,7 @@ impl CorpusJob {
             "shard": self.opts.shard,
             "embeddings": self.opts.embeddings,
             "long": format!("{:?}", self.opts.long),
+            "context_prefix": self.opts.context_prefix,
             "output": [format.map(OutputFormat::extension), path],
         })
         .to_string()

@@ -143,7 +143,8 @@ pub(super) fn run(
 ) -> Result<JobStats> {
     let t0 = Instant::now();
     let opts = &job.opts;
-    let plan = VectorPlan::new(job.chunker, opts.embeddings, job.embedder.clone(), opts.long, opts.late)?;
+    let plan = VectorPlan::new(job.chunker, opts.embeddings, job.embedder.clone(), opts.long, opts.late)?
+        .map(|p| VectorPlan { context_prefix: opts.context_prefix, ..p });
     let mut writer = Writer::open(target, job, plan.as_ref().map(VectorPlan::dim))?;
     let mut totals = writer.totals();
     let skip = match &writer {

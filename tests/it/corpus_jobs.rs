@@ -695,3 +695,48 @@ fn late_chunk_vectors_come_from_one_pass_and_equal_late_pooling_of_the_chunks() 
         assert!((n - 1.0).abs() < 1e-4, "{n}");
     }
 }
+
+#[test]
+fn context_prefix_embeds_each_chunk_with_its_headings_in_front() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = dir.path().join("guide.md");
+    std::fs::write(
+        &doc,
+        "# Field guide\n\nBirds and where to find them.\n\n## Owls\n\nOwls hunt at night. They fly without a sound.\n\n## Gulls\n\nGulls follow the fishing boats home.\n",
+    )
+    .unwrap();
+    let out = dir.path().join("o.jsonl");
+    let (d, o) = (doc.to_str().unwrap(), out.to_str().unwrap());
+    ok(&[
+        "chunk",
+        d,
+        "--chunker",
+        "paragraph",
+        "--max-tokens",
+        "12",
+        "--embeddings",
+        "reembed",
+        "--context-prefix",
+        "-o",
+        o,
+    ]);
+    let recs: Vec<serde_json::Value> =
+        std::fs::read_to_string(&out).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let (v, dim) = npy_rows(&out.with_extension("npy"));
+    // What was embedded: the context (no id as a title), a line break, the text.
+    let texts: Vec<String> = recs
+        .iter()
+        .map(|r| format!("{}\n{}", r["context"].as_str().unwrap(), r["text"].as_str().unwrap()))
+        .collect();
+    assert!(texts.iter().any(|t| t.starts_with("Field guide > Owls\nOwls hunt")), "{texts:?}");
+    let model = seamcut::models::ModelSpec::default().load().unwrap();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let (want, _) = seamcut::embed::embed_texts(model.embedder.as_ref(), &refs, Default::default()).unwrap();
+    assert_eq!(want.data.len(), v.len());
+    assert!(want.data.iter().zip(&v).all(|(a, b)| (a - b).abs() < 1e-5));
+    // Without the prefix the vectors are the texts' alone, which differ.
+    ok(&["chunk", d, "--chunker", "paragraph", "--max-tokens", "12", "--embeddings", "reembed", "-o", o]);
+    let (plain, _) = npy_rows(&out.with_extension("npy"));
+    assert!(plain.iter().zip(&v).any(|(a, b)| (a - b).abs() > 1e-3));
+    assert_eq!(dim, model.embedder.dim());
+}

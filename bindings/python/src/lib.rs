@@ -147,6 +147,7 @@ impl Chunker {
         py: Python<'py>,
         texts: Vec<String>,
         embeddings: String,
+        context_prefix: bool,
     ) -> PyResult<Vec<DocWithVectors<'py>>> {
         let mode = serde_json::from_value::<EmbeddingMode>(serde_json::Value::String(embeddings.clone()))
             .map_err(|e| {
@@ -155,7 +156,8 @@ impl Chunker {
         let docs = py
             .detach(|| -> Result<_, Error> {
                 let plan =
-                    VectorPlan::for_spec(&self.spec, self.inner.as_ref(), Some(mode), Default::default())?;
+                    VectorPlan::for_spec(&self.spec, self.inner.as_ref(), Some(mode), Default::default())?
+                        .map(|p| VectorPlan { context_prefix, ..p });
                 let dim = plan.as_ref().map_or(0, VectorPlan::dim);
                 let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
                 chunk_texts(self.inner.as_ref(), &refs, plan.as_ref())
@@ -191,7 +193,7 @@ impl Chunker {
     /// corpus pipeline; returns the chunk table as a stream and the job's stats as JSON.
     // The arguments are the Python method's (its keyword arguments, checked in Python).
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (data, id_column, text_column, meta_columns, embeddings, on_error))]
+    #[pyo3(signature = (data, id_column, text_column, meta_columns, embeddings, on_error, context_prefix=false))]
     fn chunk_table(
         &self,
         py: Python<'_>,
@@ -201,6 +203,7 @@ impl Chunker {
         meta_columns: Vec<String>,
         embeddings: Option<String>,
         on_error: &str,
+        context_prefix: bool,
     ) -> PyResult<(ArrowStream, String)> {
         // The library's own names (its serde spelling), so that a mode it adds is taken here.
         let embeddings = embeddings
@@ -249,7 +252,7 @@ impl Chunker {
                     spec: self.spec.clone(),
                     inputs: Vec::new(),
                     read: read.clone(),
-                    opts: JobOptions { embeddings, on_error, ..JobOptions::default() },
+                    opts: JobOptions { embeddings, on_error, context_prefix, ..JobOptions::default() },
                     target: Target::Sink(shared),
                 };
                 let docs = Documents::from_batches("table", batches.into_iter().map(Ok), read);

@@ -157,22 +157,25 @@ class Chunker:
     def __repr__(self) -> str:
         return f"seamcut.Chunker({self._native.describe()}, max_tokens={self._spec['max_tokens']})"
 
-    def chunk(self, text: str, embeddings: Optional[str] = None) -> List[Chunk]:
+    def chunk(self, text: str, embeddings: Optional[str] = None, context_prefix: bool = False) -> List[Chunk]:
         """Chunk one document; with ``embeddings`` (see :meth:`chunk_batch`), each chunk's
         ``embedding`` is set."""
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, not {type(text).__name__}")
         if embeddings is not None:
-            return self.chunk_batch([text], embeddings=embeddings)[0]
+            return self.chunk_batch([text], embeddings=embeddings, context_prefix=context_prefix)[0]
         return [Chunk(*t) for t in self._native.chunk(text)]
 
-    def chunk_batch(self, texts: Sequence[str], embeddings: Optional[str] = None) -> List[List[Chunk]]:
+    def chunk_batch(
+        self, texts: Sequence[str], embeddings: Optional[str] = None, context_prefix: bool = False
+    ) -> List[List[Chunk]]:
         """Chunk many documents together (their units are embedded in shared batches).
 
         ``embeddings`` sets each chunk's ``embedding`` (float32, L2-normalised): ``"late"``
         (pooled from a pass over the whole document: a vector that knows its context; any
         chunker), ``"mean"`` (the mean of the chunk's unit vectors, embedding chunkers),
         ``"reembed"`` (the chunk's text embedded on its own), ``"auto"``; ``None``: no vectors.
+        ``context_prefix``: under ``"reembed"``, embed each chunk with its ``context`` in front.
         """
         texts = list(texts)
         for i, t in enumerate(texts):
@@ -183,7 +186,7 @@ class Chunker:
         if not isinstance(embeddings, str):
             raise TypeError(f"embeddings must be a str or None, not {type(embeddings).__name__}")
         out = []
-        for tuples, vectors in self._native.chunk_batch_vectors(texts, embeddings):
+        for tuples, vectors in self._native.chunk_batch_vectors(texts, embeddings, bool(context_prefix)):
             out.append([Chunk(*t, embedding=vectors[i]) for i, t in enumerate(tuples)])
         return out
 
@@ -201,6 +204,7 @@ class Chunker:
         embeddings: Union[bool, str, None] = False,
         meta_columns: Iterable[str] = (),
         on_error: str = "skip",
+        context_prefix: bool = False,
     ):
         """Chunk the rows of an Arrow table (or record batch, or any object with
         ``__arrow_c_stream__``) and return the chunks as a ``pyarrow.Table`` with the CLI's
@@ -230,7 +234,7 @@ class Chunker:
         elif embeddings is False:
             embeddings = None
         stream, stats = self._native.chunk_table(
-            data, id_column, text_column, list(meta_columns), embeddings, on_error
+            data, id_column, text_column, list(meta_columns), embeddings, on_error, bool(context_prefix)
         )
         stats = json.loads(stats)
         skipped = sum(stats["totals"]["skipped"].values())
