@@ -892,8 +892,10 @@ fn chunk(a: &ChunkArgs) -> seamcut::Result<()> {
             spec.chunker
         );
     }
-    if a.context_prefix && !matches!(a.embeddings, Some(EmbeddingMode::Reembed | EmbeddingMode::Auto)) {
-        eprintln!("seamcut: warning: --context-prefix does nothing here: it applies to --embeddings reembed");
+    if a.context_prefix
+        && !matches!(a.embeddings, Some(EmbeddingMode::Reembed | EmbeddingMode::Auto | EmbeddingMode::Blend))
+    {
+        eprintln!("seamcut: warning: --context-prefix does nothing here: it applies to --embeddings reembed and blend");
     }
     seamcut::pipeline::set_threads(a.run.threads)?;
     let mut opts = a.run.job_options();

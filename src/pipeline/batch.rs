@@ -61,7 +61,7 @@ impl VectorPlan {
             .or_else(|| own.cloned())
             .ok_or_else(|| Error::setting("embeddings", "needs a model to embed chunks with"))?;
         let late = late.unwrap_or_else(|| LateOptions::for_model(model.as_ref()));
-        if mode == EmbeddingMode::Late {
+        if matches!(mode, EmbeddingMode::Late | EmbeddingMode::Blend) {
             late.validate(model.as_ref())?;
         }
         Ok(Some(Self { mode, model, long, late, context_prefix: false }))
@@ -75,7 +75,7 @@ impl VectorPlan {
         }
         match self.mode {
             EmbeddingMode::Mean => ChunkVectors::Mean,
-            EmbeddingMode::Late => ChunkVectors::Late(self.late),
+            EmbeddingMode::Late | EmbeddingMode::Blend => ChunkVectors::Late(self.late),
             EmbeddingMode::Reembed | EmbeddingMode::Auto => ChunkVectors::None,
         }
     }
@@ -144,9 +144,31 @@ pub fn chunk_texts(
 /// in one pass; if that fails, each document's alone, and a document whose own pass fails gets
 /// its error.
 fn fill_vectors(results: &mut [Result<DocChunks>], texts: &[&str], plan: &VectorPlan) {
-    if plan.mode == EmbeddingMode::Late {
-        return fill_late(results, texts, plan);
+    match plan.mode {
+        EmbeddingMode::Late => fill_late(results, texts, plan),
+        EmbeddingMode::Blend => {
+            // Each chunk's late vector (the chunker's own, or pooled here), then its text's,
+            // summed and normalised.
+            fill_late(results, texts, plan);
+            let late: Vec<Option<Vec<f32>>> =
+                results.iter_mut().map(|r| r.as_mut().ok().and_then(|c| c.vectors.take())).collect();
+            fill_text(results, texts, plan);
+            let dim = plan.model.dim().max(1);
+            for (r, late) in results.iter_mut().zip(late) {
+                if let (Ok(DocChunks { vectors: Some(v), .. }), Some(late)) = (r, late) {
+                    for (row, l) in v.chunks_mut(dim).zip(late.chunks(dim)) {
+                        row.iter_mut().zip(l).for_each(|(a, b)| *a += b);
+                        embed::normalize(row);
+                    }
+                }
+            }
+        }
+        EmbeddingMode::Mean | EmbeddingMode::Reembed | EmbeddingMode::Auto => fill_text(results, texts, plan),
     }
+}
+
+/// [`fill_vectors`] by each chunk's text (with its context in front under `context_prefix`).
+fn fill_text(results: &mut [Result<DocChunks>], texts: &[&str], plan: &VectorPlan) {
     let model = plan.model.as_ref();
     let opts = EmbedOptions { long: plan.long, ..EmbedOptions::default() };
     let want: Vec<usize> = results

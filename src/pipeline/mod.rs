@@ -70,6 +70,10 @@ pub enum EmbeddingMode {
     /// ([`crate::embed::late`]): a vector that carries its document's context. Any chunker; an
     /// embedding chunker with late unit vectors gives them from the pass that found its seams.
     Late,
+    /// The normalised sum of `late` and `reembed` (with the context in front under
+    /// `context_prefix`): what the chunk says on its own and within its document; on the
+    /// broad benchmark the strongest dense vectors (`benches/RESULTS.md`).
+    Blend,
 }
 
 impl EmbeddingMode {
@@ -426,7 +430,8 @@ impl CorpusJob {
         };
         let mut opts = self.opts.clone();
         opts.meta_fields.clone_from(&self.read.meta_fields);
-        if opts.embeddings == Some(EmbeddingMode::Late) && opts.late.is_none() {
+        if matches!(opts.embeddings, Some(EmbeddingMode::Late | EmbeddingMode::Blend)) && opts.late.is_none()
+        {
             opts.late = Some(self.spec.late_options(&*self.spec.load_model()?)?);
         }
         if opts.progress && opts.total_bytes.is_none() {

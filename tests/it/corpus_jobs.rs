@@ -740,3 +740,30 @@ fn context_prefix_embeds_each_chunk_with_its_headings_in_front() {
     assert!(plain.iter().zip(&v).any(|(a, b)| (a - b).abs() > 1e-3));
     assert_eq!(dim, model.embedder.dim());
 }
+
+#[test]
+fn blend_vectors_are_the_normalised_sum_of_late_and_text_vectors() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = dir.path().join("guide.md");
+    std::fs::write(
+        &doc,
+        "# Field guide\n\nBirds and where to find them.\n\n## Owls\n\nOwls hunt at night. They fly without a sound.\n\n## Gulls\n\nGulls follow the fishing boats home.\n",
+    )
+    .unwrap();
+    let d = doc.to_str().unwrap();
+    let run = |mode: &str| {
+        let out = dir.path().join(format!("{mode}.jsonl"));
+        let o = out.to_str().unwrap();
+        ok(&["chunk", d, "--chunker", "maxmin", "--max-tokens", "16", "--embeddings", mode, "--context-prefix", "-o", o]);
+        npy_rows(&out.with_extension("npy"))
+    };
+    let (late, dim) = run("late");
+    let (text, _) = run("reembed");
+    let (blend, _) = run("blend");
+    assert_eq!(blend.len(), late.len());
+    for ((b, l), t) in blend.chunks(dim).zip(late.chunks(dim)).zip(text.chunks(dim)) {
+        let mut want: Vec<f32> = l.iter().zip(t).map(|(a, b)| a + b).collect();
+        seamcut::embed::normalize(&mut want);
+        assert!(b.iter().zip(&want).all(|(x, y)| (x - y).abs() < 1e-5));
+    }
+}
