@@ -754,7 +754,19 @@ fn blend_vectors_are_the_normalised_sum_of_late_and_text_vectors() {
     let run = |mode: &str| {
         let out = dir.path().join(format!("{mode}.jsonl"));
         let o = out.to_str().unwrap();
-        ok(&["chunk", d, "--chunker", "maxmin", "--max-tokens", "16", "--embeddings", mode, "--context-prefix", "-o", o]);
+        ok(&[
+            "chunk",
+            d,
+            "--chunker",
+            "maxmin",
+            "--max-tokens",
+            "16",
+            "--embeddings",
+            mode,
+            "--context-prefix",
+            "-o",
+            o,
+        ]);
         npy_rows(&out.with_extension("npy"))
     };
     let (late, dim) = run("late");
