@@ -4,6 +4,10 @@
 #   rec-text      recursive chunks, each embedded on its own (what indexers do today: row a)
 #   rec-late      the same chunks, late vectors (row b)
 #   rec-text-ctx  the same chunks, each embedded with its context (title > headings) in front
+#   rec-blend     the same chunks, the normalised sum of the text and the late vector
+#                 (`--embeddings blend`)
+#   rec-blend-ctx the same, the text vector with its context in front (`--embeddings blend
+#                 --context-prefix`: the recipe the README recommends for an index)
 #   maxmin-late   Max-Min with late unit vectors on the retriever's model, its chunk vectors
 #                 from the same pass (row c), with recursive size-matched to it (late vectors)
 #   chonkie-late  Chonkie's LateChunker with the same model and chunk_size (row d; needs
@@ -32,7 +36,7 @@ for n in "${names[@]}"; do
   paths+=("$texts/$n.txt")
 done
 names_json=$(printf '"%s",' "${names[@]}"); names_json="[${names_json%,}]"
-rows="${ROWS:-rec-text rec-late rec-text-ctx maxmin-late chonkie-late}"
+rows="${ROWS:-rec-text rec-late rec-text-ctx rec-blend rec-blend-ctx maxmin-late chonkie-late}"
 bin="${SEAMCUT_BIN:-target/release/seamcut}"
 emit() { # row retriever cap: wrap each JSON line of stdin
   sed "s|^|{\"row\":\"$1\",\"retriever\":\"$2\",\"cap\":$3,\"split\":\"$split\",\"texts\":$names_json,\"late\":\"${LATE:-}\",\"r\":|; s|$|}|" >> "$out"
@@ -46,8 +50,11 @@ for cap in ${CAPS:-128 256}; do
       case "$row:$r" in
         rec-text:*) "${ev[@]}" --chunker recursive "${docs[@]}" | emit "$row" "$r" "$cap" ;;
         rec-text-ctx:*) "${ev[@]}" --chunker recursive --context "${docs[@]}" | emit "$row" "$r" "$cap" ;;
-        rec-late:bm25 | maxmin-late:bm25 | chonkie-late:bm25) ;;
+        rec-late:bm25 | rec-blend*:bm25 | maxmin-late:bm25 | chonkie-late:bm25) ;;
         rec-late:*) "${ev[@]}" --chunker recursive --chunk-vectors late ${LATE:-} "${docs[@]}" | emit "$row" "$r" "$cap" ;;
+        rec-blend:*) "${ev[@]}" --chunker recursive --chunk-vectors blend ${LATE:-} "${docs[@]}" | emit "$row" "$r" "$cap" ;;
+        rec-blend-ctx:*)
+          "${ev[@]}" --chunker recursive --chunk-vectors blend --context ${LATE:-} "${docs[@]}" | emit "$row" "$r" "$cap" ;;
         maxmin-late:*)
           "${ev[@]}" --chunker maxmin --chunker recursive --match-size --chunker-model "models/$r" \
             --unit-vectors late --chunk-vectors late ${LATE:-} "${docs[@]}" | emit "$row" "$r" "$cap" ;;
