@@ -3,6 +3,7 @@ retrieval benchmark, and the speed of what an indexer runs, side by side.
 
     .venv-bench/bin/python benches/late_vs_chonkie.py chunks OUT_DIR TEXT... --model minilm|mpnet --cap 256
     .venv-bench/bin/python benches/late_vs_chonkie.py speed TEXT --model minilm [--rounds 3] [--mb 0.3]
+        [--seamcut "NAME=--late-stride 254" ...]
 
 `chunks` runs LateChunker(embedding_model=the model folder, chunk_size=CAP) (its
 RecursiveChunker, then the mean of its token embeddings per chunk, tokens handed to chunks by
@@ -13,7 +14,8 @@ row), which `seamcut eval retrieval --chunks NAME.jsonl --vectors NAME.npy` scor
 `speed` times, on the same text, alternating rounds (the machine is shared and noisy; compare
 ratios of medians):
   - seamcut: `seamcut chunk TEXT --chunker maxmin --model M --unit-vectors late --embeddings late
-    -o out.parquet` (seams and index vectors from one encoder pass), process start to exit;
+    -o out.parquet` (seams and index vectors from one encoder pass), process start to exit,
+    and each --seamcut variant (the same command with more flags: another stride, the recipe);
   - Chonkie SemanticChunker(chunk_size=256) then SentenceTransformer.encode of its chunks (what
     a Chonkie user runs to fill an index), model load included;
   - Chonkie LateChunker(chunk_size=256), model load included.
@@ -90,15 +92,18 @@ def cmd_speed(a):
     open(src, "w", encoding="utf-8").write(text)
     env = dict(os.environ, RAYON_NUM_THREADS=str(a.threads))
 
-    def seamcut():
-        out = os.path.join(tmp, "out.parquet")
-        if os.path.exists(out):
-            os.remove(out)
-        t0 = time.perf_counter()
-        subprocess.run([BIN, "chunk", src, "--chunker", "maxmin", "--model", MODELS[a.model],
-                        "--unit-vectors", "late", "--embeddings", "late", "-o", out, "-q",
-                        "-j", str(a.threads)], check=True, env=env)
-        return time.perf_counter() - t0
+    def seamcut(extra):
+        def run():
+            out = os.path.join(tmp, "out.parquet")
+            if os.path.exists(out):
+                os.remove(out)
+            t0 = time.perf_counter()
+            mode = [] if "--embeddings" in extra else ["--embeddings", "late"]  # a variant's own mode
+            subprocess.run([BIN, "chunk", src, "--chunker", "maxmin", "--model", MODELS[a.model],
+                            "--unit-vectors", "late", "-o", out, "-q", "-j", str(a.threads)]
+                           + mode + extra.split(), check=True, env=env)
+            return time.perf_counter() - t0
+        return run
 
     def semantic_then_encode():
         from chonkie import SemanticChunker
@@ -115,10 +120,13 @@ def cmd_speed(a):
         late_chunker(a.model, 256).chunk(text)
         return time.perf_counter() - t0
 
-    runs = {"seamcut": [], "chonkie_semantic_encode": [], "chonkie_late": []}
+    # Each --seamcut NAME=FLAGS is one more seamcut row: the flags added to the command above.
+    variants = [("seamcut", "")] + [tuple(v.split("=", 1)) for v in a.seamcut]
+    who = [(n, seamcut(f)) for n, f in variants] + [
+        ("chonkie_semantic_encode", semantic_then_encode), ("chonkie_late", chonkie_late)]
+    runs = {n: [] for n, _ in who}
     for r in range(a.rounds):
-        for name, f in [("seamcut", seamcut), ("chonkie_semantic_encode", semantic_then_encode),
-                        ("chonkie_late", chonkie_late)]:
+        for name, f in who:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 s = f()
@@ -126,8 +134,10 @@ def cmd_speed(a):
             print(json.dumps({"round": r, "who": name, "seconds": round(s, 3), "mb": mb}), flush=True)
     med = {k: statistics.median(v) for k, v in runs.items()}
     print(json.dumps({"mb": mb, "median_seconds": med, "threads": a.threads, "model": a.model,
-                      "speedup_vs_semantic_encode": med["chonkie_semantic_encode"] / med["seamcut"],
-                      "speedup_vs_late": med["chonkie_late"] / med["seamcut"]}))
+                      "flags": dict(variants)}))
+    for n, _ in variants:
+        print(json.dumps({"seamcut": n, "speedup_vs_semantic_encode": med["chonkie_semantic_encode"] / med[n],
+                          "speedup_vs_late": med["chonkie_late"] / med[n]}))
 
 
 def main():
@@ -145,6 +155,8 @@ def main():
     s.add_argument("--rounds", type=int, default=3)
     s.add_argument("--threads", type=int, default=2)
     s.add_argument("--mb", type=float, default=0)
+    s.add_argument("--seamcut", action="append", default=[], metavar="NAME=FLAGS",
+                   help="one more seamcut row: NAME, and flags added to its command")
     a = ap.parse_args()
     {"chunks": cmd_chunks, "speed": cmd_speed}[a.cmd](a)
 

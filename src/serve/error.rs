@@ -60,7 +60,7 @@ impl ApiError {
         let mut e = Self::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "timeout",
-            format!("the request was not answered within {seconds} s (--request-timeout)"),
+            format!("the request was not answered within the server's request timeout ({seconds} s)"),
         );
         e.retry_after = Some(1);
         e
@@ -71,7 +71,7 @@ impl ApiError {
         Self::new(
             StatusCode::REQUEST_TIMEOUT,
             "timeout",
-            format!("the request body was not received within {seconds} s (--body-timeout)"),
+            format!("the request body was not received within the server's body timeout ({seconds} s)"),
         )
     }
 

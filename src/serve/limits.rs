@@ -111,7 +111,7 @@ pub(crate) async fn read_json<T: DeserializeOwned>(st: &AppState, req: Request) 
     let limits = &st.config.limits;
     let max = limits.max_body_bytes;
     let too_large =
-        || ApiError::too_large(format!("the request body is over {max} bytes (--max-body-bytes)"));
+        || ApiError::too_large(format!("the request body is over the server's limit of {max} bytes"));
     let declared = req
         .headers()
         .get(header::CONTENT_LENGTH)
