@@ -167,16 +167,21 @@ fn fill_vectors(results: &mut [Result<DocChunks>], texts: &[&str], plan: &Vector
     }
 }
 
-/// [`fill_vectors`] by each chunk's text (with its context in front under `context_prefix`).
-fn fill_text(results: &mut [Result<DocChunks>], texts: &[&str], plan: &VectorPlan) {
-    let model = plan.model.as_ref();
-    let opts = EmbedOptions { long: plan.long, ..EmbedOptions::default() };
-    let want: Vec<usize> = results
+/// The documents that have chunks and no vectors yet.
+fn without_vectors(results: &[Result<DocChunks>]) -> Vec<usize> {
+    results
         .iter()
         .enumerate()
         .filter(|(_, r)| matches!(r, Ok(c) if c.vectors.is_none() && !c.spans.is_empty()))
         .map(|(i, _)| i)
-        .collect();
+        .collect()
+}
+
+/// [`fill_vectors`] by each chunk's text (with its context in front under `context_prefix`).
+fn fill_text(results: &mut [Result<DocChunks>], texts: &[&str], plan: &VectorPlan) {
+    let model = plan.model.as_ref();
+    let opts = EmbedOptions { long: plan.long, ..EmbedOptions::default() };
+    let want = without_vectors(results);
     let texts_of = |i: usize, r: &Result<DocChunks>| -> Vec<String> {
         let Ok(c) = r else { return Vec::new() };
         let text = |s: &crate::chunk::ChunkSpan| texts[i][s.start..s.end].to_string();
@@ -221,12 +226,7 @@ fn fill_text(results: &mut [Result<DocChunks>], texts: &[&str], plan: &VectorPla
 /// vector, each chunk a span of it.
 fn fill_late(results: &mut [Result<DocChunks>], texts: &[&str], plan: &VectorPlan) {
     let model = plan.model.as_ref();
-    let want: Vec<usize> = results
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| matches!(r, Ok(c) if c.vectors.is_none() && !c.spans.is_empty()))
-        .map(|(i, _)| i)
-        .collect();
+    let want = without_vectors(results);
     let spans: Vec<Vec<crate::span::Span>> = want
         .iter()
         .map(|&i| match &results[i] {

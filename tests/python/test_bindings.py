@@ -309,7 +309,8 @@ def test_chunk_vectors_in_python_equal_the_clis():
     with tempfile.TemporaryDirectory() as d:
         src = os.path.join(d, "a.txt")
         open(src, "w", encoding="utf-8").write(text)
-        for name, mode in [("maxmin", "late"), ("recursive", "late"), ("maxmin", "mean"), ("sentence", "reembed")]:
+        for name, mode in [("maxmin", "late"), ("recursive", "late"), ("recursive", "blend"), ("maxmin", "mean"),
+                           ("sentence", "reembed")]:
             c = seamcut.Chunker(name, max_tokens=24)
             got = c.chunk_batch([text], embeddings=mode)[0]
             assert [(x.start_byte, x.end_byte) for x in got] == [(x.start_byte, x.end_byte) for x in c.chunk(text)]
