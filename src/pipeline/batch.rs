@@ -196,13 +196,13 @@ fn fill_text(results: &mut [Result<DocChunks>], texts: &[&str], plan: &VectorPla
             .map(|(s, ctx)| if ctx.is_empty() { text(s) } else { format!("{ctx}\n{}", text(s)) })
             .collect()
     };
-    let owned: Vec<String> = want.iter().flat_map(|&i| texts_of(i, &results[i])).collect();
-    let all: Vec<&str> = owned.iter().map(String::as_str).collect();
+    // Each document's chunk texts once (with a context prefix, its headings are found once).
+    let per_doc: Vec<Vec<String>> = want.iter().map(|&i| texts_of(i, &results[i])).collect();
+    let all: Vec<&str> = per_doc.iter().flatten().map(String::as_str).collect();
     let whole = embed::embed_texts(model, &all, opts).map(|(e, _)| e.data);
     let dim = model.dim();
     let mut at = 0;
-    for &i in &want {
-        let chunk_texts = texts_of(i, &results[i]);
+    for (&i, chunk_texts) in want.iter().zip(&per_doc) {
         let v = match &whole {
             Ok(w) => Ok(w[at * dim..(at + chunk_texts.len()) * dim].to_vec()),
             Err(_) => {

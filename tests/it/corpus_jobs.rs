@@ -696,15 +696,14 @@ fn late_chunk_vectors_come_from_one_pass_and_equal_late_pooling_of_the_chunks() 
     }
 }
 
+/// A short Markdown document with a title and two headings (the context tests' input).
+const FIELD_GUIDE: &str = "# Field guide\n\nBirds and where to find them.\n\n## Owls\n\nOwls hunt at night. They fly without a sound.\n\n## Gulls\n\nGulls follow the fishing boats home.\n";
+
 #[test]
 fn context_prefix_embeds_each_chunk_with_its_headings_in_front() {
     let dir = tempfile::tempdir().unwrap();
     let doc = dir.path().join("guide.md");
-    std::fs::write(
-        &doc,
-        "# Field guide\n\nBirds and where to find them.\n\n## Owls\n\nOwls hunt at night. They fly without a sound.\n\n## Gulls\n\nGulls follow the fishing boats home.\n",
-    )
-    .unwrap();
+    std::fs::write(&doc, FIELD_GUIDE).unwrap();
     let out = dir.path().join("o.jsonl");
     let (d, o) = (doc.to_str().unwrap(), out.to_str().unwrap());
     ok(&[
@@ -745,11 +744,7 @@ fn context_prefix_embeds_each_chunk_with_its_headings_in_front() {
 fn blend_vectors_are_the_normalised_sum_of_late_and_text_vectors() {
     let dir = tempfile::tempdir().unwrap();
     let doc = dir.path().join("guide.md");
-    std::fs::write(
-        &doc,
-        "# Field guide\n\nBirds and where to find them.\n\n## Owls\n\nOwls hunt at night. They fly without a sound.\n\n## Gulls\n\nGulls follow the fishing boats home.\n",
-    )
-    .unwrap();
+    std::fs::write(&doc, FIELD_GUIDE).unwrap();
     let d = doc.to_str().unwrap();
     let run = |mode: &str| {
         let out = dir.path().join(format!("{mode}.jsonl"));

@@ -165,14 +165,8 @@ def test_batching_across_requests_changes_no_vector_and_the_metrics_count_it(min
 
 
 def cli_records(docs, *args):
-    with tempfile.TemporaryDirectory() as d:
-        src, out = os.path.join(d, "docs.jsonl"), os.path.join(d, "out.jsonl")
-        with open(src, "w", encoding="utf-8") as f:
-            for doc in docs:
-                f.write(json.dumps(doc, ensure_ascii=False) + "\n")
-        subprocess.run([BIN, "chunk", src, "-o", out, "-q", *args], check=True)
-        with open(out, encoding="utf-8") as f:
-            return [json.loads(line) for line in f]
+    """The CLI's chunk records (JSONL)."""
+    return cli_vectors(docs, *args)[0]
 
 
 def fixture_docs():
@@ -204,15 +198,16 @@ def test_chunks_equal_the_cli_record_for_record(minilm, spec, flags):
 
 
 def cli_vectors(docs, *args):
-    """The CLI's chunk records and vectors (JSONL + OUT.npy)."""
+    """The CLI's chunk records and vectors (JSONL + OUT.npy; None without --embeddings)."""
     with tempfile.TemporaryDirectory() as d:
         src, out = os.path.join(d, "docs.jsonl"), os.path.join(d, "out.jsonl")
         with open(src, "w", encoding="utf-8") as f:
             for doc in docs:
                 f.write(json.dumps(doc, ensure_ascii=False) + "\n")
         subprocess.run([BIN, "chunk", src, "-o", out, "-q", *args], check=True)
+        npy = os.path.join(d, "out.npy")
         with open(out, encoding="utf-8") as f:
-            return [json.loads(line) for line in f], np.load(os.path.join(d, "out.npy"))
+            return [json.loads(line) for line in f], (np.load(npy) if os.path.exists(npy) else None)
 
 
 @pytest.mark.parametrize("mode,fmt", [("mean", "float"), ("reembed", "base64"), ("late", "float")])
