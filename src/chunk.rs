@@ -6,8 +6,8 @@
 //! document id, the chunk's index and its text. Nothing is lost or duplicated: for a document with any
 //! non-whitespace content, concatenating `text[start..end]` over its chunks gives the
 //! document back byte for byte; a document of only whitespace has no chunks. With overlap
-//! (fixed windows only), `start` still increases strictly and each chunk extends past the
-//! next one's start by the overlap.
+//! (`--overlap N`, any chunker), each chunk also carries a window: its own bytes plus up to `N`
+//! tokens of each neighbour ([`crate::chunkers::windows`]); the chunks still tile.
 
 use serde::Serialize;
 
@@ -22,22 +22,39 @@ pub struct ChunkSpan {
     pub tokens: usize,
     /// Sentences (segmenter units) that start inside the chunk.
     pub sentences: usize,
+    /// With overlap, the chunk's window: `start..end` plus up to the overlap's tokens of each
+    /// neighbouring chunk ([`crate::chunkers::windows`]); `None` without overlap.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window: Option<Span>,
 }
 
 impl ChunkSpan {
+    /// A chunk without a window.
+    #[must_use]
+    pub fn new(start: usize, end: usize, tokens: usize, sentences: usize) -> Self {
+        Self { start, end, tokens, sentences, window: None }
+    }
+
     #[must_use]
     pub fn span(&self) -> Span {
         Span::new(self.start, self.end)
     }
+
+    /// The text an index embeds for the chunk: its window where it has one, else itself.
+    #[must_use]
+    pub fn window_span(&self) -> Span {
+        self.window.unwrap_or_else(|| self.span())
+    }
 }
 
 /// Check the chunk invariants for `text` (used by tests and by `--check`): spans in bounds
-/// and on char boundaries, strictly increasing starts, and exact coverage when
-/// `overlapping` is false. Returns a description of the first violation.
+/// and on char boundaries, exact coverage (each chunk starts where the previous ended), and
+/// each window, where there is one, around its chunk, in bounds and on char boundaries.
+/// Returns a description of the first violation.
 ///
 /// # Errors
 /// Describes the first invariant that does not hold.
-pub fn verify(text: &str, chunks: &[ChunkSpan], overlapping: bool) -> Result<(), String> {
+pub fn verify(text: &str, chunks: &[ChunkSpan]) -> Result<(), String> {
     if text.trim().is_empty() {
         return if chunks.is_empty() { Ok(()) } else { Err("chunks for an empty document".into()) };
     }
@@ -46,7 +63,6 @@ pub fn verify(text: &str, chunks: &[ChunkSpan], overlapping: bool) -> Result<(),
         return Err(format!("first chunk starts at {}", first.start));
     }
     let mut prev_end = 0;
-    let mut prev_start: Option<usize> = None;
     for (i, c) in chunks.iter().enumerate() {
         if c.start >= c.end || c.end > text.len() {
             return Err(format!("chunk {i}: bad range {}..{}", c.start, c.end));
@@ -54,17 +70,21 @@ pub fn verify(text: &str, chunks: &[ChunkSpan], overlapping: bool) -> Result<(),
         if !text.is_char_boundary(c.start) || !text.is_char_boundary(c.end) {
             return Err(format!("chunk {i}: {}..{} not on char boundaries", c.start, c.end));
         }
-        if prev_start.is_some_and(|p| c.start <= p) {
-            return Err(format!("chunk {i}: start {} does not increase", c.start));
-        }
-        if !overlapping && c.start != prev_end {
+        if c.start != prev_end {
             return Err(format!("chunk {i}: starts at {} but previous ended at {prev_end}", c.start));
         }
-        if overlapping && c.start > prev_end {
-            return Err(format!("chunk {i}: gap {prev_end}..{}", c.start));
+        if let Some(w) = c.window {
+            if w.start > c.start || w.end < c.end || w.end > text.len() {
+                return Err(format!(
+                    "chunk {i}: window {}..{} not around {}..{}",
+                    w.start, w.end, c.start, c.end
+                ));
+            }
+            if !text.is_char_boundary(w.start) || !text.is_char_boundary(w.end) {
+                return Err(format!("chunk {i}: window {}..{} not on char boundaries", w.start, w.end));
+            }
         }
-        prev_end = prev_end.max(c.end);
-        prev_start = Some(c.start);
+        prev_end = c.end;
     }
     if prev_end != text.len() {
         return Err(format!("chunks end at {prev_end}, document at {}", text.len()));

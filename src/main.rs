@@ -297,7 +297,10 @@ struct SpecArgs {
     /// quarter of --max-tokens for the embedding chunkers, 0 for the baselines. [default: auto]
     #[arg(long)]
     min_tokens: Option<MinTokens>,
-    /// Tokens shared by consecutive chunks (fixed chunker only). [default: 0]
+    /// Give each chunk a window reaching this many tokens into each neighbour (whole
+    /// sentences where they fit): `window_start`, `window_end`, `window_text` in the output,
+    /// and the text `--embeddings reembed` (and blend's text half) embeds. Chunks still tile
+    /// the document. Any chunker. [default: 0]
     #[arg(long)]
     overlap: Option<usize>,
     /// What a token is: `default` (the model's tokenizer; for baselines the default model's),

@@ -23,6 +23,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::cap::Cap;
 use crate::chunkers::lumber::{Guide, LumberChunker, LumberParams};
 use crate::chunkers::semantic::{ModelErrorPolicy, Rule, SemanticChunker, Splitter, WindowMode};
+use crate::chunkers::windows::windowed;
 use crate::chunkers::{build as build_baseline, ChunkOptions, Chunker, ChunkerKind};
 use crate::device::{Compute, DeviceSpec, Precision};
 use crate::embed::late::LateOptions;
@@ -537,9 +538,6 @@ impl ChunkerSpec {
         if self.chunker.is_baseline() {
             return build_baseline(self.chunker, self.sizer.build()?, opts);
         }
-        if self.overlap > 0 {
-            return Err(Error::setting("overlap", "is only supported by the fixed chunker"));
-        }
         opts.validate(self.chunker)?;
         if self.chunker.is_llm() {
             return self.build_llm(opts);
@@ -555,7 +553,7 @@ impl ChunkerSpec {
         let compute = self.compute()?;
         // `sizer: default` counts with the model's own tokenizer (`model_sizer`): the ids that
         // counted a unit are the ones it embeds.
-        let mut chunker = SemanticChunker::new(model.embedder.clone(), sizer, compute, rule, opts)
+        let mut chunker = SemanticChunker::new(model.embedder.clone(), sizer.clone(), compute, rule, opts)
             .with_shared_tokenizer(self.sizer == SizerSpec::Default);
         if let Some(on) = self.device_bands {
             chunker = chunker.with_device_bands(on); // else SemanticChunker's default: on CUDA
@@ -567,17 +565,16 @@ impl ChunkerSpec {
         let late_note = late.map_or_else(String::new, |o| {
             format!("; unit vectors late (window {}, stride {})", o.window, o.stride)
         });
-        Ok(Box::new(
-            chunker
-                .with_late_units(late)
-                .with_splitter(splitter)
-                .with_model_error_policy(self.on_model_error)
-                .with_description(format!(
-                    "{} on {}{calibration}{late_note}",
-                    self.chunker,
-                    model.embedder.describe()
-                )),
-        ))
+        let chunker = chunker
+            .with_late_units(late)
+            .with_splitter(splitter)
+            .with_model_error_policy(self.on_model_error)
+            .with_description(format!(
+                "{} on {}{calibration}{late_note}",
+                self.chunker,
+                model.embedder.describe()
+            ));
+        Ok(windowed(Box::new(chunker), &sizer, self.overlap))
     }
 
     /// What counts tokens for a chunker with `model`: the model's tokenizer unless `sizer`
@@ -605,8 +602,13 @@ impl ChunkerSpec {
         } else {
             (self.sizer.build()?, None)
         };
-        Ok(Box::new(
-            LumberChunker::new(llm, sizer, opts, *l, guide).with_model_error_policy(self.on_model_error),
+        Ok(windowed(
+            Box::new(
+                LumberChunker::new(llm, sizer.clone(), opts, *l, guide)
+                    .with_model_error_policy(self.on_model_error),
+            ),
+            &sizer,
+            self.overlap,
         ))
     }
 
@@ -734,7 +736,6 @@ impl ChunkerSpec {
         let (group, field) = setting.split_once('.').unwrap_or((setting, ""));
         let embedding = !k.is_baseline() && !k.is_llm();
         match group {
-            "overlap" => k == K::Fixed,
             "model" => (embedding || k == K::LumberGuided) || embeds,
             // An in-process LLM runs on the device too.
             "device" | "dtype" => !k.is_baseline() || embeds,
@@ -794,8 +795,6 @@ mod tests {
         assert!(e.contains("max_tokenz"), "{e}");
         assert!(serde_json::from_str::<ChunkerSpec>(r#"{"chunker": "nope"}"#).is_err());
         assert!(serde_json::from_str::<ChunkerSpec>(r#"{"min_tokens": "some"}"#).is_err());
-        let bad = ChunkerSpec { overlap: 4, ..ChunkerSpec::new(ChunkerKind::Maxmin) };
-        assert!(matches!(bad.build(), Err(Error::Setting { setting: "overlap", .. })));
     }
 
     #[test]

@@ -12,12 +12,16 @@
 #                 from the same pass (row c), with recursive size-matched to it (late vectors)
 #   chonkie-late  Chonkie's LateChunker with the same model and chunk_size (row d; needs
 #                 CHONKIE_PY, a python with benches/requirements-bench.txt)
-# and for BM25: rec-text, rec-text-ctx (row f). Every row is one `seamcut eval retrieval --json`
+#   rec-overlap   the same chunks, each indexed by its window reaching cap/OVERLAP_DIV tokens
+#                 into each neighbour (`--overlap`; row e); the chunk is what is scored
+#   rec-overlap-blend-ctx  windows and late pooling together: the recipe with `--overlap`
+# and for BM25: rec-text, rec-text-ctx (row f), rec-overlap. Every row is one `seamcut eval retrieval --json`
 # over the split's texts (pooled, in manifest order); chonkie-late is scored per text.
 #   benches/broad/late.sh OUT.jsonl [SPLIT]        SPLIT: dev (default), heldout
 # Settings by environment: RETRIEVERS ("all-MiniLM-L6-v2 all-mpnet-base-v2", folders in models/),
 # CAPS ("128 256"), SEAMCUT_BIN (target/release/seamcut),
-# ROWS (all of the above), LATE (flags for the late pass, e.g. "--late-window 128").
+# ROWS (all of the above), LATE (flags for the late pass, e.g. "--late-window 128"),
+# OVERLAP_DIV (4: windows reach a quarter of the cap into each neighbour).
 # Then: python3 benches/broad/late_table.py OUT.jsonl
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -36,21 +40,26 @@ for n in "${names[@]}"; do
   paths+=("$texts/$n.txt")
 done
 names_json=$(printf '"%s",' "${names[@]}"); names_json="[${names_json%,}]"
-rows="${ROWS:-rec-text rec-late rec-text-ctx rec-blend rec-blend-ctx maxmin-late chonkie-late}"
+rows="${ROWS:-rec-text rec-late rec-text-ctx rec-blend rec-blend-ctx maxmin-late chonkie-late rec-overlap rec-overlap-blend-ctx}"
 bin="${SEAMCUT_BIN:-target/release/seamcut}"
-emit() { # row retriever cap: wrap each JSON line of stdin
-  sed "s|^|{\"row\":\"$1\",\"retriever\":\"$2\",\"cap\":$3,\"split\":\"$split\",\"texts\":$names_json,\"late\":\"${LATE:-}\",\"r\":|; s|$|}|" >> "$out"
+emit() { # row retriever cap [overlap]: wrap each JSON line of stdin
+  sed "s|^|{\"row\":\"$1\",\"retriever\":\"$2\",\"cap\":$3,\"overlap\":${4:-0},\"split\":\"$split\",\"texts\":$names_json,\"late\":\"${LATE:-}\",\"r\":|; s|$|}|" >> "$out"
 }
 for cap in ${CAPS:-128 256}; do
   for r in ${RETRIEVERS:-all-MiniLM-L6-v2 all-mpnet-base-v2} bm25; do
     model=$([ "$r" = bm25 ] && echo bm25 || echo "models/$r")
     ev=("$bin" eval retrieval --json --max-tokens "$cap" --retriever "$model")
+    ov=$((cap / ${OVERLAP_DIV:-4}))
     for row in $rows; do
       # shellcheck disable=SC2086
       case "$row:$r" in
         rec-text:*) "${ev[@]}" --chunker recursive "${docs[@]}" | emit "$row" "$r" "$cap" ;;
         rec-text-ctx:*) "${ev[@]}" --chunker recursive --context "${docs[@]}" | emit "$row" "$r" "$cap" ;;
-        rec-late:bm25 | rec-blend*:bm25 | maxmin-late:bm25 | chonkie-late:bm25) ;;
+        rec-overlap:*) "${ev[@]}" --chunker recursive --overlap "$ov" "${docs[@]}" | emit "$row" "$r" "$cap" "$ov" ;;
+        rec-late:bm25 | rec-blend*:bm25 | maxmin-late:bm25 | chonkie-late:bm25 | rec-overlap-*:bm25) ;;
+        rec-overlap-blend-ctx:*)
+          "${ev[@]}" --chunker recursive --overlap "$ov" --chunk-vectors blend --context ${LATE:-} "${docs[@]}" |
+            emit "$row" "$r" "$cap" "$ov" ;;
         rec-late:*) "${ev[@]}" --chunker recursive --chunk-vectors late ${LATE:-} "${docs[@]}" | emit "$row" "$r" "$cap" ;;
         rec-blend:*) "${ev[@]}" --chunker recursive --chunk-vectors blend ${LATE:-} "${docs[@]}" | emit "$row" "$r" "$cap" ;;
         rec-blend-ctx:*)

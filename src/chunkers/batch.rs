@@ -71,6 +71,8 @@ pub struct DeviceTime {
 /// [`Self::finish`] with the same texts.
 pub struct Pending<'c> {
     inner: Inner<'c>,
+    /// Windows [`Self::finish`] gives each document's chunks ([`super::windows`]).
+    windows: Option<super::windows::Windows>,
 }
 
 enum Inner<'c> {
@@ -83,11 +85,18 @@ impl<'c> Pending<'c> {
     /// A batch chunked in the prepare stage: one result per document.
     #[must_use]
     pub fn done(results: Vec<Result<DocChunks>>) -> Self {
-        Self { inner: Inner::Done(results) }
+        Self { inner: Inner::Done(results), windows: None }
     }
 
     pub(crate) fn semantic(chunker: &'c SemanticChunker, batch: SemanticBatch) -> Self {
-        Self { inner: Inner::Semantic(chunker, Box::new(batch)) }
+        Self { inner: Inner::Semantic(chunker, Box::new(batch)), windows: None }
+    }
+
+    /// The batch with `windows` given to every document's chunks when it finishes.
+    #[must_use]
+    pub fn with_windows(mut self, windows: super::windows::Windows) -> Self {
+        self.windows = Some(windows);
+        self
     }
 
     /// The device stage: the model pass, if the chunker has one (nothing otherwise). A
@@ -112,10 +121,18 @@ impl<'c> Pending<'c> {
     /// from), in order.
     #[must_use]
     pub fn finish(self, texts: &[&str]) -> Vec<Result<DocChunks>> {
-        match self.inner {
+        let mut results = match self.inner {
             Inner::Done(r) => r,
             Inner::Semantic(c, b) => c.finish_batch(texts, *b),
+        };
+        if let Some(w) = &self.windows {
+            results.par_iter_mut().zip(texts).for_each(|(r, text)| {
+                if let Ok(c) = r {
+                    w.apply(text, &mut c.spans);
+                }
+            });
         }
+        results
     }
 }
 

@@ -26,6 +26,7 @@ pub mod recursive;
 pub mod semantic;
 pub mod sentence;
 pub mod units;
+pub mod windows;
 
 use std::sync::Arc;
 
@@ -43,7 +44,7 @@ pub struct ChunkOptions {
     pub cap: Cap,
     /// Chunks under this many tokens are merged into a neighbour when the cap allows.
     pub min_tokens: usize,
-    /// Tokens shared by consecutive chunks (fixed windows only).
+    /// Tokens each chunk's window reaches into each neighbour ([`windows`]); `0`: no windows.
     pub overlap: usize,
 }
 
@@ -73,17 +74,6 @@ impl ChunkOptions {
                 format!("{} is larger than the cap, max_tokens {}", self.min_tokens, self.cap),
             ));
         }
-        if self.overlap > 0 {
-            if kind != ChunkerKind::Fixed {
-                return Err(Error::setting("overlap", "is only supported by the fixed chunker"));
-            }
-            if self.cap.is_none() || self.overlap >= self.cap.limit() {
-                return Err(Error::setting(
-                    "overlap",
-                    format!("{} must be smaller than the cap, max_tokens {}", self.overlap, self.cap),
-                ));
-            }
-        }
         if kind == ChunkerKind::Fixed && self.cap.is_none() {
             return Err(Error::setting("max_tokens", "the fixed chunker needs a cap (max_tokens > 0)"));
         }
@@ -96,7 +86,7 @@ impl ChunkOptions {
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum ChunkerKind {
-    /// Fixed windows of `max_tokens` tokens, optionally overlapping.
+    /// Fixed windows of `max_tokens` tokens.
     Fixed,
     /// Recursive separators: paragraph → line → sentence → word → token.
     Recursive,
@@ -224,9 +214,9 @@ pub trait Chunker: Send + Sync {
         None
     }
 
-    /// Whether consecutive chunks may overlap (only with fixed windows and `overlap > 0`).
-    fn overlapping(&self) -> bool {
-        false
+    /// The windows its chunks get (`overlap > 0`, [`windows::windowed`]); `None`: none.
+    fn windows(&self) -> Option<&windows::Windows> {
+        None
     }
 
     /// The embedding chunker's per-document steps (units → your vectors → band → starts →
@@ -255,11 +245,11 @@ pub trait Chunker: Send + Sync {
 /// embedding chunker.
 pub fn build(kind: ChunkerKind, sizer: Arc<dyn Sizer>, opts: ChunkOptions) -> Result<Box<dyn Chunker>> {
     opts.validate(kind)?;
-    Ok(match kind {
-        ChunkerKind::Fixed => Box::new(fixed::FixedChunker::new(sizer, opts)),
-        ChunkerKind::Recursive => Box::new(recursive::RecursiveChunker::new(sizer, opts)),
-        ChunkerKind::Sentence => Box::new(sentence::SentenceChunker::new(sizer, opts)),
-        ChunkerKind::Paragraph => Box::new(paragraph::ParagraphChunker::new(sizer, opts)),
+    let chunker: Box<dyn Chunker> = match kind {
+        ChunkerKind::Fixed => Box::new(fixed::FixedChunker::new(sizer.clone(), opts)),
+        ChunkerKind::Recursive => Box::new(recursive::RecursiveChunker::new(sizer.clone(), opts)),
+        ChunkerKind::Sentence => Box::new(sentence::SentenceChunker::new(sizer.clone(), opts)),
+        ChunkerKind::Paragraph => Box::new(paragraph::ParagraphChunker::new(sizer.clone(), opts)),
         ChunkerKind::Maxmin
         | ChunkerKind::Minima
         | ChunkerKind::Breakpoint
@@ -270,5 +260,6 @@ pub fn build(kind: ChunkerKind, sizer: Arc<dyn Sizer>, opts: ChunkOptions) -> Re
                 "{kind} needs a model: build it from a ChunkerSpec (seamcut::spec)"
             )))
         }
-    })
+    };
+    Ok(windows::windowed(chunker, &sizer, opts.overlap))
 }

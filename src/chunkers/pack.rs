@@ -34,7 +34,7 @@ pub fn pack(
             let span = Span::new(atoms[i].start, atoms[j - 1].end);
             let actual = if j - i == 1 { counts[i] } else { sizer.count(span.text(text)) };
             if actual <= cap || j - i == 1 {
-                out.push(ChunkSpan { start: span.start, end: span.end, tokens: actual, sentences: 0 });
+                out.push(ChunkSpan::new(span.start, span.end, actual, 0));
                 break;
             }
             j -= 1;
@@ -110,11 +110,8 @@ mod tests {
     #[test]
     fn merges_small_chunks() {
         let text = "Title\n\nOne two three four. Five six seven eight.";
-        let chunks = vec![
-            ChunkSpan { start: 0, end: 7, tokens: 1, sentences: 1 },
-            ChunkSpan { start: 7, end: 27, tokens: 4, sentences: 1 },
-            ChunkSpan { start: 27, end: 48, tokens: 4, sentences: 1 },
-        ];
+        let chunks =
+            vec![ChunkSpan::new(0, 7, 1, 1), ChunkSpan::new(7, 27, 4, 1), ChunkSpan::new(27, 48, 4, 1)];
         let m = merge_small(text, chunks, &WordSizer, 2, 6);
         assert_eq!(
             m.iter().map(|c| (c.start, c.end, c.tokens)).collect::<Vec<_>>(),

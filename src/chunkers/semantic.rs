@@ -239,7 +239,7 @@ pub fn exact_chunks(
             stack.push((a, cut));
             continue;
         }
-        out.spans.push(ChunkSpan { start, end, tokens, sentences: 0 });
+        out.spans.push(ChunkSpan::new(start, end, tokens, 0));
         out.unit_ranges.push(a..b);
     }
     fill_sentence_counts(&mut out.spans, &units.sentence_starts);

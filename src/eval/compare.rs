@@ -167,20 +167,19 @@ pub fn retrieval(
     // embedding chunker's own pass (its seams and vectors from one pass when its unit vectors
     // are late and its model is the retriever's; baselines, which the size search chunks many
     // times, are pooled when scored).
-    type Chunked = Vec<(Vec<(usize, usize)>, Option<Vec<f32>>)>;
+    type Chunked = Vec<(Vec<crate::chunk::ChunkSpan>, Option<Vec<f32>>)>;
     let late_plan = retriever.late_plan();
     let chunk_spans = |spec: &ChunkerSpec| -> Result<Chunked> {
         let c = spec.build()?;
         let texts: Vec<&str> = documents.iter().map(String::as_str).collect();
-        let spans = |s: &[crate::chunk::ChunkSpan]| s.iter().map(|s| (s.start, s.end)).collect();
         match &late_plan {
             Some(plan) if !spec.chunker.is_baseline() => {
                 crate::pipeline::chunk_texts(c.as_ref(), &texts, Some(plan))
                     .into_iter()
-                    .map(|r| r.map(|d| (spans(&d.spans), d.vectors)))
+                    .map(|r| r.map(|d| (d.spans, d.vectors)))
                     .collect()
             }
-            _ => c.chunk_batch(&texts).into_iter().map(|r| Ok((spans(&r?), None))).collect(),
+            _ => c.chunk_batch(&texts).into_iter().map(|r| Ok((r?, None))).collect(),
         }
     };
     let mean = |docs: &Chunked| {
@@ -188,7 +187,7 @@ pub fn retrieval(
         let tokens: usize = docs
             .iter()
             .zip(documents)
-            .flat_map(|(d, t)| d.0.iter().map(|&(s, e)| sizer.count(&t[s..e])))
+            .flat_map(|(d, t)| d.0.iter().map(|c| sizer.count(&t[c.start..c.end])))
             .sum();
         tokens as f64 / n.max(1) as f64
     };
@@ -200,10 +199,16 @@ pub fn retrieval(
                 .into_iter()
                 .zip(documents)
                 .zip(questions)
-                .map(|(((spans, vectors), d), q)| {
-                    let starts: Vec<usize> = spans.iter().map(|s| s.0).collect();
-                    let mut case = Case::new(d, spans, q);
+                .map(|(((chunks, vectors), d), q)| {
+                    let starts: Vec<usize> = chunks.iter().map(|c| c.start).collect();
+                    let mut case = Case::new(d, chunks.iter().map(|c| (c.start, c.end)).collect(), q);
                     case.vectors = vectors;
+                    // With overlap, the index holds each chunk's window; the chunk is what is
+                    // retrieved and scored.
+                    if chunks.iter().any(|c| c.window.is_some()) {
+                        case.windows =
+                            Some(chunks.iter().map(|c| c.window_span().text(d).to_string()).collect());
+                    }
                     if context {
                         // No id to fall back on: a document without headings has no title.
                         case.contexts = Some(crate::segment::structure::contexts("", d, &starts));

@@ -38,6 +38,9 @@ pub struct Case<'a> {
     /// with the text: BM25 indexes `context` and the text, a dense retriever embeds them
     /// together; `None`: the text alone.
     pub contexts: Option<Vec<String>>,
+    /// Each chunk's window text (`overlap`), what the index embeds or indexes instead of the
+    /// chunk's text; the chunk is still what is retrieved and scored. `None`: the chunks.
+    pub windows: Option<Vec<String>>,
     /// Chunk vectors made elsewhere (`chunks × dim`, e.g. another tool's late chunker), used by
     /// a dense retriever instead of embedding the chunks.
     pub vectors: Option<Vec<f32>>,
@@ -48,14 +51,16 @@ impl<'a> Case<'a> {
     #[must_use]
     pub fn new(document: &'a str, spans: Vec<(usize, usize)>, questions: &'a [Question]) -> Self {
         let chunks = spans.iter().map(|&(s, e)| document[s..e].to_string()).collect();
-        Self { chunks, spans, questions, document, contexts: None, vectors: None }
+        Self { chunks, spans, questions, document, contexts: None, windows: None, vectors: None }
     }
 
-    /// What the index holds for each chunk: its text, with its context in front when it has one.
+    /// What the index holds for each chunk: its text (its window's, with overlap), with its
+    /// context in front when it has one.
     fn indexed(&self) -> Vec<String> {
+        let texts = self.windows.as_ref().unwrap_or(&self.chunks);
         match &self.contexts {
-            Some(c) => c.iter().zip(&self.chunks).map(|(c, t)| format!("{c}\n{t}")).collect(),
-            None => self.chunks.clone(),
+            Some(c) => c.iter().zip(texts).map(|(c, t)| format!("{c}\n{t}")).collect(),
+            None => texts.clone(),
         }
     }
 }
@@ -420,7 +425,11 @@ pub fn evaluate_chunk_file(
         Some(p) => Some(crate::npy::read_f32(p)?.0),
         None => None,
     };
-    evaluate(retriever, &[Case { chunks, spans, questions, document: "", contexts: None, vectors }], sizer)
+    evaluate(
+        retriever,
+        &[Case { chunks, spans, questions, document: "", contexts: None, windows: None, vectors }],
+        sizer,
+    )
 }
 
 #[cfg(test)]

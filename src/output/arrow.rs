@@ -8,7 +8,7 @@ use arrow_array::builder::{FixedSizeListBuilder, Float32Builder, Int64Builder, S
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
-use super::ChunkSink;
+use super::{ChunkSink, Columns};
 use crate::chunk::ChunkSpan;
 use crate::corpus::Document;
 use crate::{Error, Result};
@@ -17,11 +17,12 @@ use crate::{Error, Result};
 /// given ([`super::parquet`]), so that batches (and files) depend only on the chunks.
 pub const BATCH_ROWS: usize = 4096;
 
-/// The schema of a chunk table: `doc_id, index, start, end, text, tokens, sentences, context`, the
-/// metadata fields (strings; JSON text for non-string values), and `embedding` (a
-/// fixed-size list of float32) when `dim` is given.
+/// The schema of a chunk table: `doc_id, index, start, end, text, tokens, sentences, context`,
+/// `window_start, window_end, window_text` with windows, the metadata fields (strings; JSON
+/// text for non-string values), and `embedding` (a fixed-size list of float32) when `dim` is
+/// given.
 #[must_use]
-pub fn schema(meta_fields: &[String], dim: Option<usize>) -> SchemaRef {
+pub fn schema(columns: &Columns) -> SchemaRef {
     let mut fields = vec![
         Field::new("doc_id", DataType::Utf8, false),
         Field::new("index", DataType::Int64, false),
@@ -32,8 +33,13 @@ pub fn schema(meta_fields: &[String], dim: Option<usize>) -> SchemaRef {
         Field::new("sentences", DataType::Int64, false),
         Field::new("context", DataType::Utf8, false),
     ];
-    fields.extend(meta_fields.iter().map(|f| Field::new(f, DataType::Utf8, true)));
-    if let Some(d) = dim {
+    if columns.windows {
+        fields.push(Field::new("window_start", DataType::Int64, false));
+        fields.push(Field::new("window_end", DataType::Int64, false));
+        fields.push(Field::new("window_text", DataType::Utf8, false));
+    }
+    fields.extend(columns.meta_fields.iter().map(|f| Field::new(f, DataType::Utf8, true)));
+    if let Some(d) = columns.dim {
         fields.push(Field::new("embedding", DataType::FixedSizeList(item_field(), d as i32), false));
     }
     Arc::new(Schema::new(fields))
@@ -53,22 +59,26 @@ pub struct BatchBuilder {
     ints: [Int64Builder; 5],
     text: StringBuilder,
     context: StringBuilder,
+    /// `window_start`, `window_end`, `window_text`, when the schema has windows.
+    windows: Option<(Int64Builder, Int64Builder, StringBuilder)>,
     meta: Vec<StringBuilder>,
     embedding: Option<FixedSizeListBuilder<Float32Builder>>,
 }
 
 impl BatchBuilder {
     #[must_use]
-    pub fn new(meta_fields: &[String], dim: Option<usize>) -> Self {
+    pub fn new(columns: &Columns) -> Self {
+        let dim = columns.dim;
         Self {
-            schema: schema(meta_fields, dim),
+            schema: schema(columns),
             dim,
             rows: 0,
             doc_id: StringBuilder::new(),
             ints: Default::default(),
             text: StringBuilder::new(),
             context: StringBuilder::new(),
-            meta: meta_fields.iter().map(|_| StringBuilder::new()).collect(),
+            windows: columns.windows.then(Default::default),
+            meta: columns.meta_fields.iter().map(|_| StringBuilder::new()).collect(),
             embedding: dim
                 .map(|d| FixedSizeListBuilder::new(Float32Builder::new(), d as i32).with_field(item_field())),
         }
@@ -106,6 +116,12 @@ impl BatchBuilder {
         }
         self.text.append_value(&doc.text[c.start..c.end]);
         self.context.append_value(context);
+        if let Some((start, end, text)) = &mut self.windows {
+            let w = c.window_span();
+            start.append_value(w.start as i64);
+            end.append_value(w.end as i64);
+            text.append_value(&doc.text[w.start..w.end]);
+        }
         for (b, v) in self.meta.iter_mut().zip(meta.iter().chain(std::iter::repeat(&None))) {
             b.append_option(v.as_deref());
         }
@@ -153,6 +169,11 @@ impl BatchBuilder {
         cols.push(Arc::new(tokens.finish()));
         cols.push(Arc::new(sentences.finish()));
         cols.push(Arc::new(self.context.finish()));
+        if let Some((start, end, text)) = &mut self.windows {
+            cols.push(Arc::new(start.finish()));
+            cols.push(Arc::new(end.finish()));
+            cols.push(Arc::new(text.finish()));
+        }
         cols.extend(self.meta.iter_mut().map(|b| Arc::new(b.finish()) as ArrayRef));
         if let Some(e) = &mut self.embedding {
             cols.push(Arc::new(e.finish()));
@@ -184,8 +205,8 @@ pub struct ArrowSink {
 
 impl ArrowSink {
     #[must_use]
-    pub fn new(meta_fields: &[String], dim: Option<usize>) -> Self {
-        Self { builder: BatchBuilder::new(meta_fields, dim), batches: Vec::new() }
+    pub fn new(columns: &Columns) -> Self {
+        Self { builder: BatchBuilder::new(columns), batches: Vec::new() }
     }
 
     #[must_use]

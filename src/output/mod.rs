@@ -27,6 +27,18 @@ pub use parquet::ParquetSink;
 pub const CHUNK_FIELDS: [&str; 8] =
     ["doc_id", "index", "start", "end", "text", "tokens", "sentences", "context"];
 
+/// The fields a chunk record adds when its chunks have windows (`overlap`), after `context`.
+pub const WINDOW_FIELDS: [&str; 3] = ["window_start", "window_end", "window_text"];
+
+/// What a job's records hold besides the fixed fields: carried metadata fields, chunk
+/// vectors of `dim` floats, and windows ([`WINDOW_FIELDS`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Columns {
+    pub meta_fields: Vec<String>,
+    pub dim: Option<usize>,
+    pub windows: bool,
+}
+
 /// The context of each of a document's chunks: its title and the headings above the chunk
 /// ([`crate::segment::structure::contexts`]).
 #[must_use]
@@ -84,7 +96,8 @@ impl OutputFormat {
 /// # Errors
 /// A configuration error naming the first such field.
 pub fn check_meta_fields(fields: &[String]) -> Result<()> {
-    if let Some(f) = fields.iter().find(|f| CHUNK_FIELDS.contains(&f.as_str()) || *f == "embedding") {
+    let own = |f: &str| CHUNK_FIELDS.contains(&f) || WINDOW_FIELDS.contains(&f) || f == "embedding";
+    if let Some(f) = fields.iter().find(|f| own(f)) {
         return Err(Error::setting("meta_fields", format!("{f:?} is one of the chunk record's own fields")));
     }
     Ok(())
@@ -112,6 +125,11 @@ impl Serialize for ChunkRecord<'_> {
         m.serialize_entry("tokens", &c.tokens)?;
         m.serialize_entry("sentences", &c.sentences)?;
         m.serialize_entry("context", self.context)?;
+        if let Some(w) = c.window {
+            m.serialize_entry("window_start", &w.start)?;
+            m.serialize_entry("window_end", &w.end)?;
+            m.serialize_entry("window_text", &self.doc.text[w.start..w.end])?;
+        }
         for (k, v) in self.meta_fields.iter().zip(&self.doc.meta) {
             m.serialize_entry(k, v)?;
         }

@@ -140,11 +140,8 @@ impl ParquetSink {
     ///
     /// # Errors
     /// If the writer cannot be created.
-    pub fn new(out: Box<dyn Write + Send>, meta_fields: &[String], dim: Option<usize>) -> Result<Self> {
-        Ok(Self {
-            out: Rebatcher::new(out, schema(meta_fields, dim))?,
-            rows: BatchBuilder::new(meta_fields, dim),
-        })
+    pub fn new(out: Box<dyn Write + Send>, columns: &super::Columns) -> Result<Self> {
+        Ok(Self { out: Rebatcher::new(out, schema(columns))?, rows: BatchBuilder::new(columns) })
     }
 
     fn flush_batch(&mut self) -> Result<()> {

@@ -177,14 +177,16 @@ fn without_vectors(results: &[Result<DocChunks>]) -> Vec<usize> {
         .collect()
 }
 
-/// [`fill_vectors`] by each chunk's text (with its context in front under `context_prefix`).
+/// [`fill_vectors`] by each chunk's text, or its window's where it has one (with its context
+/// in front under `context_prefix`).
 fn fill_text(results: &mut [Result<DocChunks>], texts: &[&str], plan: &VectorPlan) {
     let model = plan.model.as_ref();
     let opts = EmbedOptions { long: plan.long, ..EmbedOptions::default() };
     let want = without_vectors(results);
     let texts_of = |i: usize, r: &Result<DocChunks>| -> Vec<String> {
         let Ok(c) = r else { return Vec::new() };
-        let text = |s: &crate::chunk::ChunkSpan| texts[i][s.start..s.end].to_string();
+        // A chunk's window where it has one (`overlap`), else its own text.
+        let text = |s: &crate::chunk::ChunkSpan| s.window_span().text(texts[i]).to_string();
         if !plan.context_prefix {
             return c.spans.iter().map(text).collect();
         }

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::output::{ChunkSink, JsonlSink, JsonlWriter, OutputFormat, ParquetSink};
+use crate::output::{ChunkSink, Columns, JsonlSink, JsonlWriter, OutputFormat, ParquetSink};
 use crate::{Error, Result};
 
 /// Running totals of a job, kept in the manifest so a resumed job reports the whole run.
@@ -63,8 +63,7 @@ pub struct Committer {
     dir: PathBuf,
     out: PathBuf,
     format: OutputFormat,
-    meta_fields: Vec<String>,
-    dim: Option<usize>,
+    columns: Columns,
     manifest: Manifest,
 }
 
@@ -149,8 +148,7 @@ impl Committer {
     pub fn open(
         out: &Path,
         format: OutputFormat,
-        meta_fields: Vec<String>,
-        dim: Option<usize>,
+        columns: Columns,
         job: String,
         resume: bool,
     ) -> Result<Self> {
@@ -193,7 +191,7 @@ impl Committer {
             std::fs::create_dir_all(&dir).map_err(io(&dir))?;
             fresh
         };
-        let c = Self { dir, out: out.to_path_buf(), format, meta_fields, dim, manifest };
+        let c = Self { dir, out: out.to_path_buf(), format, columns, manifest };
         c.remove_uncommitted()?;
         Ok(c)
     }
@@ -245,13 +243,13 @@ impl Committer {
         let data = Box::new(Synced(create(&tmp_name(&self.part_path(i, self.data_ext())))?));
         let sink: Box<dyn ChunkSink> = match self.format {
             OutputFormat::Jsonl => {
-                let emb: Option<Box<dyn Write + Send>> = match self.dim {
+                let emb: Option<Box<dyn Write + Send>> = match self.columns.dim {
                     Some(_) => Some(Box::new(Synced(create(&tmp_name(&self.part_path(i, "f32")))?))),
                     None => None,
                 };
-                Box::new(JsonlSink::new(data, emb, self.meta_fields.clone()))
+                Box::new(JsonlSink::new(data, emb, self.columns.meta_fields.clone()))
             }
-            OutputFormat::Parquet => Box::new(ParquetSink::new(data, &self.meta_fields, self.dim)?),
+            OutputFormat::Parquet => Box::new(ParquetSink::new(data, &self.columns)?),
         };
         let errors =
             JsonlWriter::new(Box::new(Synced(create(&tmp_name(&self.part_path(i, "errors.jsonl")))?)));
@@ -269,7 +267,7 @@ impl Committer {
         drop(part.errors.into_inner()?);
         let i = part.index;
         let mut names = vec![self.data_ext(), "errors.jsonl"];
-        if self.dim.is_some() && self.format == OutputFormat::Jsonl {
+        if self.columns.dim.is_some() && self.format == OutputFormat::Jsonl {
             names.push("f32");
         }
         for what in names {
@@ -306,12 +304,12 @@ impl Committer {
                 crate::output::parquet::merge(
                     &data,
                     Box::new(f),
-                    crate::output::parquet::schema(&self.meta_fields, self.dim),
+                    crate::output::parquet::schema(&self.columns),
                 )?;
                 std::fs::rename(&tmp, &self.out).map_err(io(&self.out))?;
             }
         }
-        if let (Some(dim), OutputFormat::Jsonl) = (self.dim, self.format) {
+        if let (Some(dim), OutputFormat::Jsonl) = (self.columns.dim, self.format) {
             let emb: Vec<PathBuf> = parts.iter().map(|&i| self.part_path(i, "f32")).collect();
             let header = crate::npy::header_f32(self.manifest.totals.chunks as usize, dim);
             concat(&emb, &npy_path(&self.out), &header)?;
@@ -402,7 +400,7 @@ mod tests {
         let done = with_suffix(&out, ".seamcut-done");
         std::fs::create_dir(&done).unwrap();
         std::fs::write(done.join("manifest.json"), b"{}").unwrap();
-        let c = Committer::open(&out, OutputFormat::Jsonl, Vec::new(), None, "job".into(), false).unwrap();
+        let c = Committer::open(&out, OutputFormat::Jsonl, Columns::default(), "job".into(), false).unwrap();
         assert!(!done.exists(), "a killed deletion's leftovers are removed");
         c.finish().unwrap();
         assert_eq!(std::fs::read(&out).unwrap(), b"");

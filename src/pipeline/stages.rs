@@ -10,7 +10,7 @@ use super::{peak_rss, Job, JobStats, OnError, StageSeconds, Target};
 use crate::chunk::ChunkSpan;
 use crate::chunkers::{DocChunks, Pending};
 use crate::corpus::Document;
-use crate::output::{ChunkSink, JsonlSink, JsonlWriter};
+use crate::output::{ChunkSink, Columns, JsonlSink, JsonlWriter};
 use crate::{Error, Result};
 
 /// One input item: a document, or a document that could not be read.
@@ -85,12 +85,13 @@ enum Writer<'a> {
 impl<'a> Writer<'a> {
     fn open(target: &'a Target, job: &Job<'_>, dim: Option<usize>) -> Result<Self> {
         let meta = job.opts.meta_fields.clone();
+        let columns = Columns { meta_fields: meta.clone(), dim, windows: job.chunker.windows().is_some() };
         Ok(match target {
             Target::Sink(s) => {
                 Self::Caller(s.lock().map_err(|_| Error::Internal("the caller's sink is poisoned".into()))?)
             }
             Target::File { path, format, resume } => {
-                Self::Commit(Committer::open(path, *format, meta, dim, job.fingerprint.clone(), *resume)?)
+                Self::Commit(Committer::open(path, *format, columns, job.fingerprint.clone(), *resume)?)
             }
             Target::Stdout if dim.is_some() => {
                 return Err(Error::setting("embeddings", "needs an output file (-o)"));
@@ -314,7 +315,7 @@ fn finish(job: &Job<'_>, plan: Option<&VectorPlan>, st: Staged<'_>) -> Result<Fi
             Item::Doc(d) => match results.next() {
                 Some(Ok(c)) => {
                     if job.opts.check {
-                        check_chunks(d, &c.spans, job.chunker)?;
+                        check_chunks(d, &c.spans)?;
                     }
                     Outcome::Chunks(c)
                 }
@@ -326,8 +327,8 @@ fn finish(job: &Job<'_>, plan: Option<&VectorPlan>, st: Staged<'_>) -> Result<Fi
     Ok(Finished { batch, outcomes, units })
 }
 
-fn check_chunks(doc: &Document, chunks: &[ChunkSpan], chunker: &dyn crate::chunkers::Chunker) -> Result<()> {
-    crate::chunk::verify(&doc.text, chunks, chunker.overlapping())
+fn check_chunks(doc: &Document, chunks: &[ChunkSpan]) -> Result<()> {
+    crate::chunk::verify(&doc.text, chunks)
         .map_err(|m| Error::Internal(format!("chunk invariant broken on {}: {m}", doc.id)))
 }
 

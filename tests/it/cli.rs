@@ -192,7 +192,7 @@ fn jsonl_corpora() {
 fn usage_errors_exit_2() {
     assert_eq!(seamcut(&["chunk", "--no-such-flag"], None).status.code(), Some(2));
     assert_eq!(seamcut(&["chunk", "--chunker", "nope"], None).status.code(), Some(2));
-    let out = seamcut(&["chunk", "--chunker", "sentence", "--overlap", "4"], Some(b"x"));
+    let out = seamcut(&["chunk", "--overlap", "four"], Some(b"x"));
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("overlap"));
     let out = seamcut(&["chunk", "--min-tokens", "600"], Some(b"x"));
@@ -367,8 +367,18 @@ fn embedding_chunkers_from_the_command_line() {
             assert!(recs.iter().all(|r| r["tokens"].as_u64().unwrap() <= 16), "{args:?}");
         }
     }
-    let out = seamcut(&["chunk", "-", "--chunker", "maxmin", "--overlap", "3"], Some(b"x"));
-    assert_eq!(out.status.code(), Some(2));
+    // Overlap windows on an embedding chunker: each inner chunk's window reaches both ways.
+    let out = seamcut(
+        &["chunk", "-", "--chunker", "maxmin", "--max-tokens", "16", "--overlap", "3"],
+        Some(text.as_bytes()),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let recs = records(&out);
+    let at = |r: &serde_json::Value, k: &str| r[k].as_u64().unwrap();
+    assert!(recs.len() > 2);
+    for r in &recs[1..recs.len() - 1] {
+        assert!(at(r, "window_start") < at(r, "start") && at(r, "window_end") > at(r, "end"), "{r}");
+    }
 }
 
 #[test]

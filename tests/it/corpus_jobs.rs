@@ -774,3 +774,79 @@ fn blend_vectors_are_the_normalised_sum_of_late_and_text_vectors() {
         assert!(b.iter().zip(&want).all(|(x, y)| (x - y).abs() < 1e-5));
     }
 }
+
+#[test]
+fn overlap_windows_reach_into_neighbours_and_are_what_reembed_embeds() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = dir.path().join("guide.md");
+    std::fs::write(&doc, FIELD_GUIDE).unwrap();
+    let (d, jsonl, parquet) =
+        (doc.to_str().unwrap(), dir.path().join("o.jsonl"), dir.path().join("o.parquet"));
+    let args = |out: &Path| {
+        let o = out.to_str().unwrap().to_string();
+        [
+            "chunk",
+            d,
+            "--chunker",
+            "sentence",
+            "--max-tokens",
+            "8",
+            "--overlap",
+            "3",
+            "--embeddings",
+            "reembed",
+            "-o",
+        ]
+        .into_iter()
+        .map(String::from)
+        .chain([o])
+        .collect::<Vec<String>>()
+    };
+    ok(&args(&jsonl).iter().map(String::as_str).collect::<Vec<_>>());
+    let recs: Vec<serde_json::Value> =
+        std::fs::read_to_string(&jsonl).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let at = |r: &serde_json::Value, k: &str| r[k].as_u64().unwrap() as usize;
+    // The chunks tile the document; each window holds its chunk and its own text.
+    let mut end = 0;
+    for r in &recs {
+        assert_eq!(at(r, "start"), end);
+        end = at(r, "end");
+        assert!(at(r, "window_start") <= at(r, "start") && at(r, "end") <= at(r, "window_end"));
+        assert_eq!(
+            r["window_text"].as_str().unwrap(),
+            &FIELD_GUIDE[at(r, "window_start")..at(r, "window_end")]
+        );
+    }
+    assert_eq!(end, FIELD_GUIDE.len());
+    // Whole sentences where they fit: "Owls hunt at night." (4 words) does not fit in 3
+    // tokens, "They fly without a sound." neither; the window after "## Owls" takes tokens.
+    assert!(recs.iter().skip(1).any(|r| at(r, "window_start") < at(r, "start")));
+    assert!(recs.iter().rev().skip(1).any(|r| at(r, "window_end") > at(r, "end")));
+    // What reembed embedded: each window's text.
+    let (v, _) = npy_rows(&jsonl.with_extension("npy"));
+    let model = seamcut::models::ModelSpec::default().load().unwrap();
+    let windows: Vec<&str> = recs.iter().map(|r| r["window_text"].as_str().unwrap()).collect();
+    let (want, _) =
+        seamcut::embed::embed_texts(model.embedder.as_ref(), &windows, Default::default()).unwrap();
+    assert!(want.data.iter().zip(&v).all(|(a, b)| (a - b).abs() < 1e-5));
+    // Parquet carries the same windows as columns.
+    ok(&args(&parquet).iter().map(String::as_str).collect::<Vec<_>>());
+    let batches = read_parquet(&parquet);
+    let col = |name: &str| -> Vec<i64> {
+        batches
+            .iter()
+            .flat_map(|b| {
+                b.column_by_name(name)
+                    .unwrap()
+                    .as_any()
+                    .downcast_ref::<arrow_array::Int64Array>()
+                    .unwrap()
+                    .values()
+                    .to_vec()
+            })
+            .collect()
+    };
+    let want: Vec<i64> = recs.iter().map(|r| at(r, "window_start") as i64).collect();
+    assert_eq!(col("window_start"), want);
+    assert_eq!(col("window_end").len(), recs.len());
+}

@@ -64,7 +64,7 @@ fn multi_megabyte_words_and_lines_give_chunks_that_fit_the_cap() {
                 serde_json::from_value(serde_json::json!({"chunker": chunker, "max_tokens": cap})).unwrap();
             let c = spec.build().unwrap();
             let chunks = c.chunk(&text).unwrap();
-            verify(&text, &chunks, false).unwrap_or_else(|e| panic!("{what}, {chunker}: {e}"));
+            verify(&text, &chunks).unwrap_or_else(|e| panic!("{what}, {chunker}: {e}"));
             let joined: String = chunks.iter().map(|c| &text[c.start..c.end]).collect();
             assert!(joined == text, "{what}, {chunker}: chunks do not give the text back");
             let longest = chunks.iter().map(|c| c.end - c.start).max().unwrap();
@@ -113,6 +113,6 @@ fn embedding_chunkers_ids_stay_the_models_own_for_an_over_long_word() {
     let spec: ChunkerSpec =
         serde_json::from_value(serde_json::json!({"chunker": "maxmin", "max_tokens": 8})).unwrap();
     let chunks = spec.build().unwrap().chunk(&text).unwrap();
-    verify(&text, &chunks, false).unwrap();
+    verify(&text, &chunks).unwrap();
     assert!(chunks.iter().all(|c| c.tokens <= 8 && c.tokens == sizer.count(&text[c.start..c.end])));
 }

@@ -111,7 +111,7 @@ fn lumber(llm: Arc<LlmClient>, theta: usize, guide: Option<Guide>) -> LumberChun
 }
 
 fn check(text: &str, chunks: &[seamcut::chunk::ChunkSpan], cap: usize) {
-    verify(text, chunks, false).unwrap();
+    verify(text, chunks).unwrap();
     assert!(chunks.iter().all(|c| c.tokens <= cap), "{chunks:?}");
 }
 
@@ -380,7 +380,7 @@ fn measure_requests_and_prompt_tokens_per_mode_on_a_book() {
             guide,
         );
         let chunks = c.chunk(&book).unwrap();
-        verify(&book, &chunks, false).unwrap();
+        verify(&book, &chunks).unwrap();
         let cost = llm.cost();
         let mean = chunks.iter().map(|c| c.tokens).sum::<usize>() as f64 / chunks.len() as f64;
         println!(

@@ -88,13 +88,31 @@ fn check_all_with(
     piecewise: Option<&tokenizers::Tokenizer>,
 ) -> Result<(), TestCaseError> {
     for kind in ChunkerKind::ALL.into_iter().filter(|k| k.is_baseline()) {
-        let ov = if kind == ChunkerKind::Fixed { overlap.min(cap - 1) } else { 0 };
         let mn = if kind == ChunkerKind::Fixed { 0 } else { min.min(cap) };
-        let opts = ChunkOptions::new(cap).with_min_tokens(mn).with_overlap(ov);
+        let opts = ChunkOptions::new(cap).with_min_tokens(mn).with_overlap(overlap);
         let chunker = build(kind, sizer.clone(), opts).unwrap();
         let chunks = chunker.chunk(text).unwrap();
-        if let Err(e) = verify(text, &chunks, chunker.overlapping()) {
+        if let Err(e) = verify(text, &chunks) {
             return Err(TestCaseError::fail(format!("{}: {e} on {text:?}", kind.name())));
+        }
+        // Windows: on every chunk with overlap, never past a neighbour, and (counted the way
+        // the window was measured, on the neighbour's own text) at most `overlap` tokens of it.
+        for (i, c) in chunks.iter().enumerate() {
+            prop_assert_eq!(c.window.is_some(), overlap > 0, "{}: window on chunk {}", kind.name(), i);
+            let Some(w) = c.window else { continue };
+            let prev = if i > 0 { chunks[i - 1].start } else { c.start };
+            let next = chunks.get(i + 1).map_or(c.end, |n| n.end);
+            prop_assert!(
+                w.start >= prev && w.end <= next,
+                "{}: window {:?} past a neighbour",
+                kind.name(),
+                w
+            );
+            if piecewise.is_none() && i > 0 {
+                let back = sizer.token_starts(&text[prev..c.start]);
+                let reach = back.iter().filter(|&&t| prev + t >= w.start).count();
+                prop_assert!(reach <= overlap, "{}: window reaches {} tokens back", kind.name(), reach);
+            }
         }
         for c in &chunks {
             let t = &text[c.start..c.end];
@@ -113,11 +131,9 @@ fn check_all_with(
                 prop_assert_eq!(n, c.tokens, "{}: piecewise count differs for {:?}", kind.name(), t);
             }
         }
-        if !chunker.overlapping() {
-            let joined: String = chunks.iter().map(|c| &text[c.start..c.end]).collect();
-            if !text.trim().is_empty() {
-                prop_assert_eq!(&joined, text);
-            }
+        let joined: String = chunks.iter().map(|c| &text[c.start..c.end]).collect();
+        if !text.trim().is_empty() {
+            prop_assert_eq!(&joined, text);
         }
     }
     Ok(())
@@ -169,6 +185,6 @@ fn uncapped_chunkers_cover() {
     let text = "One. Two. Three.\n\nFour five six. Seven.";
     for kind in [ChunkerKind::Recursive, ChunkerKind::Sentence, ChunkerKind::Paragraph] {
         let c = build(kind, Arc::new(WordSizer), ChunkOptions::new(0)).unwrap().chunk(text).unwrap();
-        verify(text, &c, false).unwrap();
+        verify(text, &c).unwrap();
     }
 }

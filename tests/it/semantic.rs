@@ -77,7 +77,7 @@ proptest! {
                 _ => seamcut::chunkers::semantic::Splitter::Paragraphs,
             });
             let chunks = c.chunk(&text).unwrap();
-            if let Err(e) = verify(&text, &chunks, false) {
+            if let Err(e) = verify(&text, &chunks) {
                 return Err(TestCaseError::fail(format!("{rule:?}: {e}")));
             }
             let sizer = HfSizer::new(model().tokenizer().hf().clone(), "model");
@@ -126,7 +126,7 @@ fn paragraph_units_never_cut_a_paragraph_that_fits() {
         // The default splitter: whole paragraphs (each well under 100 tokens; the cap forces
         // cuts, which must fall between paragraphs).
         let chunks = chunker(rule, ChunkOptions::new(100)).chunk(&text).unwrap();
-        verify(&text, &chunks, false).unwrap();
+        verify(&text, &chunks).unwrap();
         for ch in &chunks[1..] {
             assert!(
                 paragraphs.iter().any(|p| p.start == ch.start),
@@ -143,7 +143,7 @@ fn every_rule_covers_prose() {
     let text = PROSE;
     for rule in rules() {
         let chunks = chunker(rule, ChunkOptions::new(512)).chunk(text).unwrap();
-        verify(text, &chunks, false).unwrap();
+        verify(text, &chunks).unwrap();
         assert!(!chunks.is_empty(), "{rule:?}");
     }
 }

@@ -84,7 +84,7 @@ def test_same_chunks_as_the_cli_for_every_chunker(docs, name):
         assert chunker.chunk(doc["text"]) == chunks, (name, doc["id"])
 
 
-@pytest.mark.parametrize("name,overlap", [("maxmin", None), ("recursive", None), ("fixed", None), ("fixed", 6)])
+@pytest.mark.parametrize("name,overlap", [("maxmin", None), ("recursive", None), ("fixed", None), ("fixed", 6), ("maxmin", 6)])
 def test_character_offsets_slice_the_python_string(docs, name, overlap):
     chunker = seamcut.Chunker(name, max_tokens=24, overlap=overlap)
     for doc in docs:
@@ -105,7 +105,15 @@ def test_character_offsets_slice_the_python_string(docs, name, overlap):
     chunks = chunker(MIXED)
     assert any(c.start_index != c.start_byte for c in chunks)
     if overlap:
-        assert all(b.start_index < a.end_index for a, b in zip(chunks, chunks[1:]))
+        # Windows: around their chunks, in characters and bytes alike, reaching into both
+        # neighbours of every inner chunk (the chunks themselves still tile).
+        raw = MIXED.encode("utf-8")
+        for c in chunks:
+            assert c.window_start <= c.start_index and c.end_index <= c.window_end
+            assert MIXED[c.window_start:c.window_end] == c.window_text
+        assert all(b.window_start < a.end_index and a.window_end > b.start_index for a, b in zip(chunks, chunks[1:]))
+    else:
+        assert all(c.window_text is None for c in chunks)
 
 
 def test_chonkie_shaped_api_and_spec():
@@ -242,6 +250,13 @@ def test_bad_rows_are_skipped_with_a_warning_or_raise():
     base = seamcut.Chunker("sentence").chunk_table(ok, embeddings=True)
     np.testing.assert_array_equal(np.stack(base["embedding"].to_numpy(zero_copy_only=False)),
                                   seamcut.embed(base["text"].to_pylist()))
+    # overlap: window columns in the table, and reembed embeds each window's text.
+    win = seamcut.Chunker("sentence", max_tokens=8, overlap=3).chunk_table(
+        pa.table({"id": ["m"], "text": [MIXED]}), embeddings="reembed")
+    assert win.column_names[8:11] == ["window_start", "window_end", "window_text"]
+    np.testing.assert_allclose(np.stack(win["embedding"].to_numpy(zero_copy_only=False)),
+                               seamcut.embed(win["window_text"].to_pylist()), atol=1e-6)
+    assert any(w != t for w, t in zip(win["window_text"].to_pylist(), win["text"].to_pylist()))
     with pytest.warns(UserWarning, match="skipped 1 row"):
         out = seamcut.Chunker("sentence").chunk_table(table)
     assert sorted(set(out["doc_id"].to_pylist())) == ["a", "c"]

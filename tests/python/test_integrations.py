@@ -62,7 +62,10 @@ def test_langchain_splitter_takes_a_chunker_or_its_parameters():
 
     c = seamcut.Chunker("fixed", max_tokens=12, overlap=4)
     s = SeamcutTextSplitter(c)
-    assert s.chunker is c and s.split_text(PROSE) == [x.text.strip() for x in c(PROSE)]
+    # With an overlap, each piece is its chunk's window: consecutive pieces share text.
+    pieces = s.split_text(PROSE)
+    assert s.chunker is c and pieces == [x.window_text.strip() for x in c(PROSE)]
+    assert all(a.split()[-1] in b for a, b in zip(pieces, pieces[1:]))
     assert SeamcutTextSplitter("fixed", chunk_size=12, chunk_overlap=4).chunker.spec == c.spec
     with pytest.raises(ValueError):
         SeamcutTextSplitter(c, chunk_size=10)

@@ -26,7 +26,7 @@ use seamcut::corpus::{Documents, ReadOptions};
 use seamcut::device::{DeviceSpec, Precision};
 use seamcut::embed::{embed_texts, EmbedOptions};
 use seamcut::models::ModelSpec;
-use seamcut::output::ArrowSink;
+use seamcut::output::{ArrowSink, Columns};
 use seamcut::pipeline::{
     chunk_texts, CorpusJob, EmbeddingMode, JobOptions, OnError, SharedSink, Target, VectorPlan,
 };
@@ -61,9 +61,11 @@ fn class(e: &Error) -> fn(String) -> PyErr {
     }
 }
 
-/// One chunk as the Python side builds its `Chunk` from it:
-/// `(text, start_index, end_index, token_count, start_byte, end_byte, sentences, context)`.
-type ChunkTuple = (String, usize, usize, usize, usize, usize, usize, String);
+/// One chunk as the Python side builds its `Chunk` from it: `(text, start_index, end_index,
+/// token_count, start_byte, end_byte, sentences, context, window_start, window_end,
+/// window_text)`, the window's offsets in characters (`None` without overlap).
+type ChunkTuple =
+    (String, usize, usize, usize, usize, usize, usize, String, Option<usize>, Option<usize>, Option<String>);
 
 /// A document's chunks and their vectors, `chunks × dim`.
 type DocWithVectors<'py> = (Vec<ChunkTuple>, Bound<'py, numpy::PyArray2<f32>>);
@@ -95,6 +97,8 @@ fn tuples(text: &str, spans: &[ChunkSpan]) -> Vec<ChunkTuple> {
     let ascii = text.is_ascii();
     let mut starts = CharCursor { text, byte: 0, chars: 0 };
     let mut ends = CharCursor { text, byte: 0, chars: 0 };
+    let mut window_starts = CharCursor { text, byte: 0, chars: 0 };
+    let mut window_ends = CharCursor { text, byte: 0, chars: 0 };
     let contexts =
         seamcut::segment::structure::contexts("", text, &spans.iter().map(|c| c.start).collect::<Vec<_>>());
     spans
@@ -102,7 +106,28 @@ fn tuples(text: &str, spans: &[ChunkSpan]) -> Vec<ChunkTuple> {
         .zip(contexts)
         .map(|(c, context)| {
             let (s, e) = if ascii { (c.start, c.end) } else { (starts.to(c.start), ends.to(c.end)) };
-            (text[c.start..c.end].to_string(), s, e, c.tokens, c.start, c.end, c.sentences, context)
+            let window = c.window.map(|w| {
+                let (ws, we) =
+                    if ascii { (w.start, w.end) } else { (window_starts.to(w.start), window_ends.to(w.end)) };
+                (ws, we, w.text(text).to_string())
+            });
+            let (ws, we, wt) = match window {
+                Some((ws, we, wt)) => (Some(ws), Some(we), Some(wt)),
+                None => (None, None, None),
+            };
+            (
+                text[c.start..c.end].to_string(),
+                s,
+                e,
+                c.tokens,
+                c.start,
+                c.end,
+                c.sentences,
+                context,
+                ws,
+                we,
+                wt,
+            )
         })
         .collect()
 }
@@ -246,7 +271,11 @@ impl Chunker {
                     None => None,
                     Some(_) => Some(self.spec.load_model()?.embedder.dim()),
                 };
-                let sink = Arc::new(Mutex::new(ArrowSink::new(&read.meta_fields, dim)));
+                let sink = Arc::new(Mutex::new(ArrowSink::new(&Columns {
+                    meta_fields: read.meta_fields.clone(),
+                    dim,
+                    windows: self.inner.windows().is_some(),
+                })));
                 let shared: SharedSink = sink.clone();
                 let job = CorpusJob {
                     spec: self.spec.clone(),

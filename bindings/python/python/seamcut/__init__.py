@@ -12,7 +12,9 @@ embedding model built in, so it runs with no network and no GPU::
 Every chunk's ``start_index``/``end_index`` are character offsets into the Python string
 (``text[c.start_index:c.end_index] == c.text``); ``start_byte``/``end_byte`` are UTF-8 byte
 offsets, as the CLI writes them. The chunks of a document cover it in order with nothing
-lost or repeated (except with overlapping fixed windows), and none is over ``max_tokens``.
+lost or repeated, and none is over ``max_tokens``; with ``overlap=N`` each chunk also has a
+window (``window_start``/``window_end``/``window_text``) reaching ``N`` tokens into its
+neighbours.
 
 The chunker is built by the Rust library from the same spec ``seamcut chunk --spec`` reads
 (``Chunker.spec`` shows it as a dict, ``Chunker.save_spec(path)`` writes the file), so the
@@ -81,6 +83,12 @@ class Chunk:
     #: The headings above the chunk, ``"Title > Chapter 3 > 3.2 Quoting"`` (the document's
     #: first heading is its title), for an index to keep beside the text.
     context: str = ""
+    #: With ``overlap``: character offsets of the chunk's window (the chunk plus up to
+    #: ``overlap`` tokens of each neighbour, whole sentences where they fit) and its text,
+    #: what ``embeddings="reembed"`` embeds; else ``None``.
+    window_start: Optional[int] = None
+    window_end: Optional[int] = None
+    window_text: Optional[str] = None
     #: The chunk's vector (float32, L2-normalised) when ``chunk``/``chunk_batch`` were asked
     #: for ``embeddings``; else ``None``.
     embedding: Any = None
@@ -99,7 +107,7 @@ class Chunker:
     field of seamcut's chunker spec: ``model`` (``"default"``, the built-in static model; a
     catalog name such as ``"all-MiniLM-L6-v2"``; a model directory; a hub id),
     ``max_tokens`` (hard cap, default 256; ``chunk_size`` is accepted as Chonkie's name for
-    it), ``min_tokens``, ``overlap`` (fixed only), ``sizer``, ``device``, ``dtype``,
+    it), ``min_tokens``, ``overlap`` (each chunk's window into its neighbours, in tokens), ``sizer``, ``device``, ``dtype``,
     ``units``, ``on_model_error``, or a setting of the chosen rule given flat
     (``hard_thr``, ``c``, ``init_const`` for maxmin; ``threshold``, ``similarity_window``,
     ... for minima; ``type``, ``amount``, ``buffer_size`` for breakpoint;
@@ -282,7 +290,7 @@ class GlobalChunker(Chunker):
 
 
 class TokenChunker(Chunker):
-    """Fixed windows of ``max_tokens`` tokens, optionally overlapping: ``Chunker("fixed", ...)``."""
+    """Fixed runs of ``max_tokens`` tokens (with ``overlap``, windows into their neighbours): ``Chunker("fixed", ...)``."""
 
     _chunker = "fixed"
 

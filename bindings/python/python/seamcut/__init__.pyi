@@ -20,6 +20,9 @@ class Chunk:
     end_byte: int
     sentences: int
     context: str
+    window_start: Optional[int]
+    window_end: Optional[int]
+    window_text: Optional[str]
     embedding: Any
     def __init__(
         self,
@@ -31,6 +34,9 @@ class Chunk:
         end_byte: int,
         sentences: int,
         context: str = ...,
+        window_start: Optional[int] = ...,
+        window_end: Optional[int] = ...,
+        window_text: Optional[str] = ...,
         embedding: Any = ...,
     ) -> None: ...
     def __len__(self) -> int: ...

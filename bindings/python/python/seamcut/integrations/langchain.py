@@ -38,8 +38,10 @@ class SeamcutTextSplitter(TextSplitter):
     ``seamcut.CHUNKERS``) with its parameters as keywords, exactly as ``seamcut.Chunker``
     takes them, or a ready ``seamcut.Chunker``. ``chunk_size`` is LangChain's name for
     seamcut's ``max_tokens``: a cap in tokens counted by the chunker's sizer (the model's
-    tokenizer by default), not characters; ``chunk_overlap`` is seamcut's ``overlap`` (the
-    fixed chunker only).
+    tokenizer by default), not characters; ``chunk_overlap`` is seamcut's ``overlap``: each
+    ``Document`` is then its chunk's window, the chunk plus up to ``chunk_overlap`` tokens of
+    each neighbour (so up to ``chunk_size + 2 * chunk_overlap`` tokens; the chunks under the
+    windows still tile the text), with any chunker.
 
     ``add_start_index=True`` adds each chunk's character offset in its document as
     ``metadata["start_index"]``. With ``strip_whitespace`` (LangChain's default) each chunk's
@@ -85,6 +87,8 @@ class SeamcutTextSplitter(TextSplitter):
         out = []
         for c in chunks:
             text, start = c.text, c.start_index
+            if c.window_text is not None:
+                text, start = c.window_text, c.window_start
             if self._strip_whitespace:
                 kept = text.lstrip()
                 start += len(text) - len(kept)
