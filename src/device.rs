@@ -127,13 +127,16 @@ crate::serde_text::serde_as_text!(Precision);
 pub struct Compute {
     pub device: Device,
     pub dtype: DType,
+    /// `--dtype bf16` on the CPU: tensors stay f32 (`dtype`), the encoder's linear products
+    /// run in bf16 on AMX tiles ([`crate::embed::amx`]).
+    pub bf16_products: bool,
 }
 
 impl Compute {
     /// The CPU in f32: what tests and tools without a choice use.
     #[must_use]
     pub fn cpu() -> Self {
-        Self { device: Device::Cpu, dtype: DType::F32 }
+        Self { device: Device::Cpu, dtype: DType::F32, bf16_products: false }
     }
 
     /// Resolve a device spec and precision.
@@ -157,10 +160,16 @@ impl Compute {
         };
         let dtype = precision.dtype();
         if device.is_cpu() && dtype == DType::BF16 {
-            // candle's CPU matmul has no bf16 kernel worth using.
-            return Err(Error::setting("dtype", "bf16 is not supported on the CPU; use f32 or f16"));
+            // candle's CPU matmul has no bf16 kernel worth using; seamcut's AMX products are.
+            if !crate::embed::amx::available() {
+                return Err(Error::setting(
+                    "dtype",
+                    "bf16 on the CPU needs AMX (Intel Sapphire Rapids or later); use f32 or f16",
+                ));
+            }
+            return Ok(Self { device, dtype: DType::F32, bf16_products: true });
         }
-        Ok(Self { device, dtype })
+        Ok(Self { device, dtype, bf16_products: false })
     }
 
     /// Whether bands are best computed where the unit vectors are (seamcut's CUDA kernels; on
@@ -179,6 +188,9 @@ impl Compute {
             Device::Cuda(_) => "cuda".to_string(),
             Device::Metal(_) => "metal".to_string(),
         };
+        if self.bf16_products {
+            return format!("{d}/bf16 (amx products)");
+        }
         format!("{d}/{:?}", self.dtype).to_lowercase()
     }
 }

@@ -311,7 +311,10 @@ struct SpecArgs {
     /// Where to compute: auto, cpu, cuda[:N], metal[:N]. [default: auto]
     #[arg(long)]
     device: Option<DeviceSpec>,
-    /// Precision of weights and activations: f32, f16, bf16. [default: f32]
+    /// Precision of weights and activations: f32, f16, bf16. On the CPU, bf16 keeps f32
+    /// weights and runs the encoder's linear products in bf16 on AMX tiles (Intel Sapphire
+    /// Rapids and later; an error elsewhere): about 1.8× as fast, vectors within 1e-4 cosine.
+    /// [default: f32]
     #[arg(long)]
     dtype: Option<Precision>,
     /// The units embedding chunkers group: whole paragraphs (sentences where a paragraph is
@@ -612,7 +615,8 @@ struct ModelArgs {
     /// Where to compute: auto, cpu, cuda[:N], metal[:N].
     #[arg(long, default_value = "auto")]
     device: DeviceSpec,
-    /// Precision of weights and activations: f32, f16, bf16.
+    /// Precision of weights and activations: f32, f16, bf16 (on the CPU: products on AMX
+    /// tiles, see `seamcut chunk --help`).
     #[arg(long, default_value = "f32")]
     dtype: Precision,
 }

@@ -12,16 +12,20 @@
 #                 from the same pass (row c), with recursive size-matched to it (late vectors)
 #   chonkie-late  Chonkie's LateChunker with the same model and chunk_size (row d; needs
 #                 CHONKIE_PY, a python with benches/requirements-bench.txt)
-#   rec-overlap   the same chunks, each indexed by its window reaching cap/OVERLAP_DIV tokens
-#                 into each neighbour (`--overlap`; row e); the chunk is what is scored
+#   rec-overlap   recursive chunks with windows into their neighbours (`--overlap`; row e),
+#                 each window embedded on its own and returned (what is scored), size-matched:
+#                 the chunks' cap and overlap are chosen so that the windows' mean size
+#                 matches rec-text's chunks (OVERLAP_SIZED, "CAP:CHUNK_CAP:OVERLAP ...")
 #   rec-overlap-blend-ctx  windows and late pooling together: the recipe with `--overlap`
+#                 (the late half pools each chunk, the text half embeds its window)
 # and for BM25: rec-text, rec-text-ctx (row f), rec-overlap. Every row is one `seamcut eval retrieval --json`
 # over the split's texts (pooled, in manifest order); chonkie-late is scored per text.
 #   benches/broad/late.sh OUT.jsonl [SPLIT]        SPLIT: dev (default), heldout
 # Settings by environment: RETRIEVERS ("all-MiniLM-L6-v2 all-mpnet-base-v2", folders in models/),
 # CAPS ("128 256"), SEAMCUT_BIN (target/release/seamcut),
 # ROWS (all of the above), LATE (flags for the late pass, e.g. "--late-window 128"),
-# OVERLAP_DIV (4: windows reach a quarter of the cap into each neighbour).
+# OVERLAP_SIZED ("128:80:20 256:176:44": with all-MiniLM-L6-v2's tokenizer on the dev texts,
+# windows of 88.4 and 195.9 tokens on average against rec-text's 90.2 and 201.7).
 # Then: python3 benches/broad/late_table.py OUT.jsonl
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -49,16 +53,22 @@ for cap in ${CAPS:-128 256}; do
   for r in ${RETRIEVERS:-all-MiniLM-L6-v2 all-mpnet-base-v2} bm25; do
     model=$([ "$r" = bm25 ] && echo bm25 || echo "models/$r")
     ev=("$bin" eval retrieval --json --max-tokens "$cap" --retriever "$model")
-    ov=$((cap / ${OVERLAP_DIV:-4}))
+    # The overlap rows' chunk cap and overlap for this cap (default: the cap, a quarter of it).
+    ocap=$cap ov=$((cap / 4))
+    for m in ${OVERLAP_SIZED:-128:80:20 256:176:44}; do
+      IFS=: read -r c oc o <<<"$m"
+      [ "$c" = "$cap" ] && ocap=$oc ov=$o
+    done
+    oev=("$bin" eval retrieval --json --max-tokens "$ocap" --retriever "$model")
     for row in $rows; do
       # shellcheck disable=SC2086
       case "$row:$r" in
         rec-text:*) "${ev[@]}" --chunker recursive "${docs[@]}" | emit "$row" "$r" "$cap" ;;
         rec-text-ctx:*) "${ev[@]}" --chunker recursive --context "${docs[@]}" | emit "$row" "$r" "$cap" ;;
-        rec-overlap:*) "${ev[@]}" --chunker recursive --overlap "$ov" "${docs[@]}" | emit "$row" "$r" "$cap" "$ov" ;;
+        rec-overlap:*) "${oev[@]}" --chunker recursive --overlap "$ov" "${docs[@]}" | emit "$row" "$r" "$cap" "$ov" ;;
         rec-late:bm25 | rec-blend*:bm25 | maxmin-late:bm25 | chonkie-late:bm25 | rec-overlap-*:bm25) ;;
         rec-overlap-blend-ctx:*)
-          "${ev[@]}" --chunker recursive --overlap "$ov" --chunk-vectors blend --context ${LATE:-} "${docs[@]}" |
+          "${oev[@]}" --chunker recursive --overlap "$ov" --chunk-vectors blend --context ${LATE:-} "${docs[@]}" |
             emit "$row" "$r" "$cap" "$ov" ;;
         rec-late:*) "${ev[@]}" --chunker recursive --chunk-vectors late ${LATE:-} "${docs[@]}" | emit "$row" "$r" "$cap" ;;
         rec-blend:*) "${ev[@]}" --chunker recursive --chunk-vectors blend ${LATE:-} "${docs[@]}" | emit "$row" "$r" "$cap" ;;

@@ -177,7 +177,10 @@ impl BertEmbedder {
         };
         let cfg: EncoderConfig = serde_json::from_str(&text)
             .map_err(|e| Error::model(dir.display(), format!("config.json is not a {kind} config: {e}")))?;
-        let encoder = Encoder::load(vb, &cfg, layout).map_err(bad)?;
+        let mut encoder = Encoder::load(vb, &cfg, layout).map_err(bad)?;
+        if compute.bf16_products {
+            encoder = encoder.with_bf16_products().map_err(bad)?;
+        }
         let pos_limit = encoder.max_positions;
         // The window: sentence-transformers' max_seq_length (older versions keep it in
         // sentence_bert_config.json, newer in tokenizer_config.json's model_max_length), capped

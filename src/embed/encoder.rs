@@ -85,6 +85,8 @@ struct Linear {
     b: Tensor,
     /// The bias on the host, for the fused CPU ops that add it (f32 on the CPU only).
     b_host: Option<Vec<f32>>,
+    /// The weight packed for AMX tiles, when products run in bf16 ([`Encoder::with_bf16_products`]).
+    packed: Option<super::amx::Packed>,
 }
 
 impl Linear {
@@ -96,7 +98,16 @@ impl Linear {
 
     fn new(wt: Tensor, b: Tensor) -> candle_core::Result<Self> {
         let b_host = if fused_cpu(&b) { Some(b.to_vec1()?) } else { None };
-        Ok(Self { wt, b, b_host })
+        Ok(Self { wt, b, b_host, packed: None })
+    }
+
+    /// Pack the weight for bf16 products on AMX tiles (f32 on the CPU only).
+    fn pack_bf16(&mut self) -> candle_core::Result<()> {
+        if self.b_host.is_some() {
+            let (k, m) = self.wt.dims2()?;
+            self.packed = Some(super::amx::Packed::new(&self.wt.flatten_all()?.to_vec1()?, k, m));
+        }
+        Ok(())
     }
 
     /// Concatenate several linears with the same input (Q, K, V) into one.
@@ -108,6 +119,9 @@ impl Linear {
 
     fn forward(&self, x: &Tensor, fused: bool) -> candle_core::Result<Tensor> {
         if fused && x.is_contiguous() {
+            if let Some(p) = &self.packed {
+                return super::fused::linear_bf16(x, p, self.b_host.as_deref());
+            }
             return super::fused::linear(x, &self.wt, &self.b);
         }
         x.matmul(&self.wt)?.broadcast_add(&self.b)
@@ -117,7 +131,10 @@ impl Linear {
     /// candle's (the caller then uses [`Self::forward`]).
     fn forward_unbiased(&self, x: &Tensor, fused: bool) -> candle_core::Result<Option<(Tensor, &[f32])>> {
         match &self.b_host {
-            Some(b) if fused && x.is_contiguous() => Ok(Some((super::fused::matmul(x, &self.wt)?, b))),
+            Some(b) if fused && x.is_contiguous() => match &self.packed {
+                Some(p) => Ok(Some((super::fused::linear_bf16(x, p, None)?, b))),
+                None => Ok(Some((super::fused::matmul(x, &self.wt)?, b))),
+            },
             _ => Ok(None),
         }
     }
@@ -197,6 +214,21 @@ pub struct Encoder {
 }
 
 impl Encoder {
+    /// Run every linear layer's product in bf16 on AMX tiles ([`super::amx`]; f32 weights on
+    /// the CPU only, and a CPU with AMX): what `--dtype bf16` means on the CPU. Everything else
+    /// stays f32.
+    ///
+    /// # Errors
+    /// When a weight cannot be read back from its tensor.
+    pub fn with_bf16_products(mut self) -> candle_core::Result<Self> {
+        for l in &mut self.layers {
+            for lin in [&mut l.qkv, &mut l.out, &mut l.up, &mut l.down] {
+                lin.pack_bf16()?;
+            }
+        }
+        Ok(self)
+    }
+
     /// Load from a VarBuilder rooted at the model's weights (a `bert.`/`roberta.` prefix is
     /// detected).
     ///

@@ -14,6 +14,7 @@
 //! [`late`] is the other pass: whole documents through the encoder in overlapping windows,
 //! each span (unit or chunk) pooled from its tokens' states ([`Embedder::token_states`]).
 
+pub mod amx;
 pub mod batch;
 pub mod bert;
 pub mod encoder;

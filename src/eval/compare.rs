@@ -145,7 +145,9 @@ pub fn topics(plan: &Plan, docs: &[TopicDoc]) -> Result<Vec<Run<TopicScores>>> {
 
 /// Score each chunker of `plan` by retrieval: each document is chunked and its questions
 /// rank only its own chunks, embedded by `retriever`; `sizer` measures mean chunk sizes; with
-/// `context`, each chunk is indexed with its context (title and headings) in front.
+/// `context`, each chunk is indexed with its context (title and headings) in front. With
+/// overlap, a chunk's window stands for it throughout (indexed, returned, sized, scored),
+/// except that a late vector pools the chunk's own tokens.
 ///
 /// # Errors
 /// A chunker's build or model error, or the retriever's.
@@ -187,7 +189,7 @@ pub fn retrieval(
         let tokens: usize = docs
             .iter()
             .zip(documents)
-            .flat_map(|(d, t)| d.0.iter().map(|c| sizer.count(&t[c.start..c.end])))
+            .flat_map(|(d, t)| d.0.iter().map(|c| sizer.count(c.window_span().text(t))))
             .sum();
         tokens as f64 / n.max(1) as f64
     };
@@ -201,14 +203,14 @@ pub fn retrieval(
                 .zip(questions)
                 .map(|(((chunks, vectors), d), q)| {
                     let starts: Vec<usize> = chunks.iter().map(|c| c.start).collect();
-                    let mut case = Case::new(d, chunks.iter().map(|c| (c.start, c.end)).collect(), q);
-                    case.vectors = vectors;
-                    // With overlap, the index holds each chunk's window; the chunk is what is
-                    // retrieved and scored.
+                    // With overlap, each chunk's window is what the index holds and returns
+                    // (and what is sized and scored); a late vector still pools the chunk.
+                    let windows = chunks.iter().map(|c| c.window_span()).map(|w| (w.start, w.end)).collect();
+                    let mut case = Case::new(d, windows, q);
                     if chunks.iter().any(|c| c.window.is_some()) {
-                        case.windows =
-                            Some(chunks.iter().map(|c| c.window_span().text(d).to_string()).collect());
+                        case.pooled = Some(chunks.iter().map(|c| (c.start, c.end)).collect());
                     }
+                    case.vectors = vectors;
                     if context {
                         // No id to fall back on: a document without headings has no title.
                         case.contexts = Some(crate::segment::structure::contexts("", d, &starts));

@@ -38,9 +38,9 @@ pub struct Case<'a> {
     /// with the text: BM25 indexes `context` and the text, a dense retriever embeds them
     /// together; `None`: the text alone.
     pub contexts: Option<Vec<String>>,
-    /// Each chunk's window text (`overlap`), what the index embeds or indexes instead of the
-    /// chunk's text; the chunk is still what is retrieved and scored. `None`: the chunks.
-    pub windows: Option<Vec<String>>,
+    /// The byte ranges a late pass pools for each chunk when they are not `spans` (with
+    /// overlap, `spans` are the windows an index returns and these the chunks under them).
+    pub pooled: Option<Vec<(usize, usize)>>,
     /// Chunk vectors made elsewhere (`chunks × dim`, e.g. another tool's late chunker), used by
     /// a dense retriever instead of embedding the chunks.
     pub vectors: Option<Vec<f32>>,
@@ -51,16 +51,14 @@ impl<'a> Case<'a> {
     #[must_use]
     pub fn new(document: &'a str, spans: Vec<(usize, usize)>, questions: &'a [Question]) -> Self {
         let chunks = spans.iter().map(|&(s, e)| document[s..e].to_string()).collect();
-        Self { chunks, spans, questions, document, contexts: None, windows: None, vectors: None }
+        Self { chunks, spans, questions, document, contexts: None, pooled: None, vectors: None }
     }
 
-    /// What the index holds for each chunk: its text (its window's, with overlap), with its
-    /// context in front when it has one.
+    /// What the index holds for each chunk: its text, with its context in front when it has one.
     fn indexed(&self) -> Vec<String> {
-        let texts = self.windows.as_ref().unwrap_or(&self.chunks);
         match &self.contexts {
-            Some(c) => c.iter().zip(texts).map(|(c, t)| format!("{c}\n{t}")).collect(),
-            None => texts.clone(),
+            Some(c) => c.iter().zip(&self.chunks).map(|(c, t)| format!("{c}\n{t}")).collect(),
+            None => self.chunks.clone(),
         }
     }
 }
@@ -155,8 +153,9 @@ impl Retriever<'_> {
                 dense(*model, &embed_texts(*model, &refs, Default::default())?.0.data)
             }
             (Self::DenseLate(model, opts) | Self::DenseBlend(model, opts), None) => {
+                let pooled = case.pooled.as_ref().unwrap_or(&case.spans);
                 let spans: Vec<crate::span::Span> =
-                    case.spans.iter().map(|&(s, e)| crate::span::Span::new(s, e)).collect();
+                    pooled.iter().map(|&(s, e)| crate::span::Span::new(s, e)).collect();
                 if spans.len() != case.chunks.len() || case.document.is_empty() {
                     return Err(crate::Error::Config(
                         "late chunk vectors need the document and each chunk's span".into(),
@@ -427,7 +426,7 @@ pub fn evaluate_chunk_file(
     };
     evaluate(
         retriever,
-        &[Case { chunks, spans, questions, document: "", contexts: None, windows: None, vectors }],
+        &[Case { chunks, spans, questions, document: "", contexts: None, pooled: None, vectors }],
         sizer,
     )
 }

@@ -74,6 +74,33 @@ fn minilm_matches_sentence_transformers() {
     compare(minilm().as_ref(), &root().join("tests/fixtures/minilm_st.npy"), 0.9999);
 }
 
+/// `--dtype bf16` on the CPU (linear products on AMX tiles): the sentence-transformers
+/// vectors within bf16's rounding, for MiniLM and the tiny MPNet (its relative-position path).
+/// Skipped on a CPU without AMX, where bf16 on the CPU is a clear error instead.
+#[test]
+fn bf16_products_stay_within_rounding_of_sentence_transformers() {
+    let spec = seamcut::device::DeviceSpec::Cpu;
+    let compute = match Compute::new(spec, seamcut::device::Precision::Bf16) {
+        Ok(c) => c,
+        Err(e) => {
+            assert!(!seamcut::embed::amx::available(), "{e}");
+            assert!(e.to_string().contains("AMX"), "{e}");
+            eprintln!("skipped: no AMX on this CPU ({e})");
+            return;
+        }
+    };
+    assert!(compute.bf16_products && compute.describe().contains("bf16"));
+    let m = load_dir(&root().join("models/all-MiniLM-L6-v2"), &compute).unwrap();
+    compare(m.as_ref(), &root().join("tests/fixtures/minilm_st.npy"), 0.999);
+    // The tiles are what ran: the vectors are not the f32 path's bits.
+    let text = ["The quick brown fox jumps over the lazy dog."];
+    let (b, _) = embed_texts(m.as_ref(), &text, EmbedOptions::default()).unwrap();
+    let (f, _) = embed_texts(minilm().as_ref(), &text, EmbedOptions::default()).unwrap();
+    assert!(b.data != f.data && cos(&b.data, &f.data) > 0.999);
+    let m = load_dir(&root().join("tests/fixtures/tiny-mpnet"), &compute).unwrap();
+    compare(m.as_ref(), &root().join("tests/fixtures/tiny_mpnet_st.npy"), 0.999);
+}
+
 #[test]
 fn default_static_model_matches_model2vec() {
     let m = load_dir(&root().join("models/default"), &Compute::cpu()).unwrap();
