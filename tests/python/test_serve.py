@@ -180,6 +180,8 @@ def fixture_docs():
         (None, ["--chunker", "maxmin", "--model", MINILM]),
         ({"max_tokens": 64, "hard_thr": 0.5}, ["--chunker", "maxmin", "--model", MINILM, "--max-tokens", "64", "--hard-thr", "0.5"]),
         ({"chunker": "recursive", "max_tokens": 48}, ["--chunker", "recursive", "--max-tokens", "48"]),
+        # Overlap windows ride along as three more fields.
+        ({"chunker": "sentence", "max_tokens": 24, "overlap": 6}, ["--chunker", "sentence", "--max-tokens", "24", "--overlap", "6"]),
     ],
 )
 def test_chunks_equal_the_cli_record_for_record(minilm, spec, flags):
@@ -193,6 +195,7 @@ def test_chunks_equal_the_cli_record_for_record(minilm, spec, flags):
     got = r.json()
     # The same records, field for field and in the same order (offsets are UTF-8 bytes).
     assert [list(c.items()) for c in got["chunks"]] == [list(c.items()) for c in want]
+    assert all(("window_text" in c) == bool(spec and spec.get("overlap")) for c in want)
     assert got["usage"] == {"documents": len(docs), "chunks": len(want), "tokens": sum(c["tokens"] for c in want)}
     assert got["fallbacks"] == []
 
