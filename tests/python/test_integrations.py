@@ -96,6 +96,13 @@ def test_llama_index_nodes_carry_exact_character_offsets():
     assert NodeRelationship.NEXT in nodes[0].relationships
     # The node parser is a transform too.
     assert [n.text for n in parser(docs)] == [n.text for n in nodes]
+    # With an overlap, each node is its chunk's window, at the window's exact offsets.
+    windowed = SeamcutNodeParser("maxmin", max_tokens=24, overlap=6).get_nodes_from_documents(docs[1:])
+    want = seamcut.Chunker("maxmin", max_tokens=24, overlap=6).chunk(PROSE)
+    assert [c.text for c in want] == [c.text for c in chunks[1]]
+    assert [n.text for n in windowed] == [c.window_text for c in want]
+    assert all(PROSE[n.start_char_idx:n.end_char_idx] == n.text for n in windowed)
+    assert len(windowed) > 1 and windowed[0].end_char_idx > windowed[1].start_char_idx
 
 
 def test_llama_index_keeps_seamcuts_offsets_where_a_text_search_would_miss():

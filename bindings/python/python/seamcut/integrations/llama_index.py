@@ -39,7 +39,8 @@ class SeamcutNodeParser(NodeParser):
     settings (``include_metadata``, ``include_prev_next_rel``, ``id_func``,
     ``callback_manager``) are keywords too. A node's text is its chunk's text as seamcut
     cuts it, whitespace after it included, so that offsets are exact and the nodes of a
-    document cover it.
+    document cover it. With ``overlap=N`` a node is its chunk's window instead (the chunk plus
+    up to N tokens of each neighbour), so consecutive nodes share text.
     """
 
     chunker_spec: Dict[str, Any] = Field(
@@ -74,10 +75,14 @@ class SeamcutNodeParser(NodeParser):
         texts = [n.get_content(metadata_mode=MetadataMode.NONE) for n in nodes]
         out: List[BaseNode] = []
         for node, chunks in zip(nodes, self._chunker.chunk_batch(texts)):
-            made = build_nodes_from_splits([c.text for c in chunks], node, id_func=self.id_func)
-            for n, c in zip(made, chunks):
-                n.start_char_idx = c.start_index
-                n.end_char_idx = c.end_index
+            # With an overlap, a node is its chunk's window (as LlamaIndex's own splitters'
+            # overlapping nodes are); else the chunk.
+            windowed = [c.window_text is not None for c in chunks]
+            splits = [c.window_text if w else c.text for c, w in zip(chunks, windowed)]
+            made = build_nodes_from_splits(splits, node, id_func=self.id_func)
+            for n, c, w in zip(made, chunks, windowed):
+                n.start_char_idx = c.window_start if w else c.start_index
+                n.end_char_idx = c.window_end if w else c.end_index
             out.extend(made)
         return out
 
