@@ -1,7 +1,7 @@
 """Semantic chunking throughput, seamcut's corpus job against Chonkie's SemanticChunker.
 
     .venv-bench/bin/python benches/chunk_vs_chonkie.py TEXT_FILE --model static|minilm \
-        [--rounds 3] [--threads 2] [--mb N]
+        [--rounds 3] [--threads 2] [--mb N] [--seamcut-args "--dtype bf16"]
 
 Needs the packages in benches/requirements-bench.txt (a venv: python -m venv .venv-bench &&
 .venv-bench/bin/pip install -r benches/requirements-bench.txt), a release build
@@ -44,12 +44,13 @@ def read_text(path, mb):
     return data.decode("utf-8", errors="ignore")
 
 
-def run_seamcut(path, out, model, threads):
+def run_seamcut(path, out, model, threads, extra=""):
     if os.path.exists(out):
         os.remove(out)
     cmd = [BIN, "chunk", path, "--chunker", "maxmin", "-o", out, "-q", "-j", str(threads)]
     if model == "minilm":
         cmd += ["--model", "all-MiniLM-L6-v2"]
+    cmd += extra.split()
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, env=dict(os.environ, RAYON_NUM_THREADS=str(threads)))
     return time.perf_counter() - t0
@@ -77,6 +78,7 @@ def setup():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--mb", type=float, default=0)
+    ap.add_argument("--seamcut-args", default="", help="more flags for seamcut chunk, e.g. --dtype bf16")
     a = ap.parse_args()
     for var in ["OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "RAYON_NUM_THREADS",
                 "RAYON_RS_NUM_CPUS"]:
@@ -112,7 +114,7 @@ def main():
 
     sc, ck, ld = [], [], []
     for r in range(a.rounds):
-        sc.append(run_seamcut(path, out, a.model, a.threads))
+        sc.append(run_seamcut(path, out, a.model, a.threads, a.seamcut_args))
         t0 = time.perf_counter()
         chunker = load_chonkie(a.model)
         t1 = time.perf_counter()
@@ -129,7 +131,7 @@ def main():
         print("warning: chonkie's chunks do not join back to the text", file=sys.stderr)
     if sum(x["end"] - x["start"] for x in recs) != len(text.encode("utf-8")):
         print("note: seamcut's chunk spans do not add up to the text's bytes", file=sys.stderr)
-    res = {"model": a.model, "mb": round(mb, 4), "threads": a.threads, "rounds": a.rounds,
+    res = {"model": a.model, "seamcut_args": a.seamcut_args, "mb": round(mb, 4), "threads": a.threads, "rounds": a.rounds,
            "seamcut_s": statistics.median(sc), "chonkie_s": statistics.median(ck),
            "chonkie_load_s": statistics.median(ld)}
     res["seamcut_mb_s"] = mb / res["seamcut_s"]
