@@ -539,9 +539,13 @@ impl ChunkerSpec {
             return build_baseline(self.chunker, self.sizer.build()?, opts);
         }
         opts.validate(self.chunker)?;
-        if self.chunker.is_llm() {
-            return self.build_llm(opts);
-        }
+        let (chunker, sizer) =
+            if self.chunker.is_llm() { self.build_llm(opts)? } else { self.build_semantic(opts)? };
+        Ok(windowed(chunker, &sizer, self.overlap))
+    }
+
+    /// An embedding chunker, and the sizer it counts with.
+    fn build_semantic(&self, opts: ChunkOptions) -> Result<(Box<dyn Chunker>, Arc<dyn Sizer>)> {
         let model = self.load_model()?;
         let sizer = self.model_sizer(&model)?;
         let (rule, calibration) = self.rule(&model)?;
@@ -574,7 +578,7 @@ impl ChunkerSpec {
                 self.chunker,
                 model.embedder.describe()
             ));
-        Ok(windowed(Box::new(chunker), &sizer, self.overlap))
+        Ok((Box::new(chunker), sizer))
     }
 
     /// What counts tokens for a chunker with `model`: the model's tokenizer unless `sizer`
@@ -587,7 +591,8 @@ impl ChunkerSpec {
         }
     }
 
-    fn build_llm(&self, opts: ChunkOptions) -> Result<Box<dyn Chunker>> {
+    /// An LLM chunker, and the sizer it counts with.
+    fn build_llm(&self, opts: ChunkOptions) -> Result<(Box<dyn Chunker>, Arc<dyn Sizer>)> {
         let l = &self.lumber;
         if l.theta == 0 || l.attempts == 0 || l.candidates == 0 || l.groups == 0 {
             return Err(Error::setting("lumber", "theta, attempts, candidates and groups must be > 0"));
@@ -602,14 +607,9 @@ impl ChunkerSpec {
         } else {
             (self.sizer.build()?, None)
         };
-        Ok(windowed(
-            Box::new(
-                LumberChunker::new(llm, sizer.clone(), opts, *l, guide)
-                    .with_model_error_policy(self.on_model_error),
-            ),
-            &sizer,
-            self.overlap,
-        ))
+        let chunker = LumberChunker::new(llm, sizer.clone(), opts, *l, guide)
+            .with_model_error_policy(self.on_model_error);
+        Ok((Box::new(chunker), sizer))
     }
 
     /// The rule with its parameters, and a note on the calibration used (empty if none).

@@ -47,7 +47,7 @@ impl FixedChunker {
         let mut chunks: Vec<ChunkSpan> =
             cut(text, Span::new(0, text.len()), sizer, self.opts.cap.limit(), CutMode::Exact)
                 .into_iter()
-                .map(|p| ChunkSpan::new(p.span.start, p.span.end, sizer.count(p.span.text(text)), 0))
+                .map(|p| ChunkSpan::new(p.span.start, p.span.end, p.tokens, 0))
                 .collect();
         let starts: Vec<usize> = self.segmenter.sentences(text).iter().map(|s| s.start).collect();
         fill_sentence_counts(&mut chunks, &starts);

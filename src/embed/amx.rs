@@ -5,8 +5,8 @@
 //!
 //! Written here rather than taken from a crate: `gemm` (what the f32 path uses) has no AMX
 //! kernel, and oneDNN would bring a C++ build. Rust has no stable AMX intrinsics, so the five
-//! instructions used (`ldtilecfg`, `tilezero`, `tileloadd`, `tdpbf16ps`, `tilestored`, and
-//! `tilerelease`) are inline assembly. Linux hands a process the tiles' state only after
+//! instructions used (`ldtilecfg`, `tileloadd`, `tdpbf16ps`, `tilestored` and `tilerelease`)
+//! are inline assembly. Linux hands a process the tiles' state only after
 //! `arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA)`, asked once in [`available`].
 //!
 //! The kernel: `C[n×m] = A[n×k] · B[k×m]` in blocks of 32×32 (four 16×16 f32 tiles of C, two

@@ -333,10 +333,9 @@ pub fn linear_bf16(x: &Tensor, w: &super::amx::Packed, bias: Option<&[f32]>) -> 
     x.apply_op1_no_bwd(&PackedLinear { w, bias })
 }
 
-/// `x · wt` on the f32 path (for timings against other products).
-#[doc(hidden)]
-#[must_use]
-pub fn product_f32(x: &[f32], wt: &[f32], shape: (usize, usize, usize)) -> Vec<f32> {
+/// `x · wt` on the f32 path (for the AMX products' timing test).
+#[cfg(test)]
+pub(crate) fn product_f32(x: &[f32], wt: &[f32], shape: (usize, usize, usize)) -> Vec<f32> {
     product(x, wt, shape, None)
 }
 

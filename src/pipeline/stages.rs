@@ -85,12 +85,12 @@ enum Writer<'a> {
 impl<'a> Writer<'a> {
     fn open(target: &'a Target, job: &Job<'_>, dim: Option<usize>) -> Result<Self> {
         let meta = job.opts.meta_fields.clone();
-        let columns = Columns { meta_fields: meta.clone(), dim, windows: job.chunker.windows().is_some() };
         Ok(match target {
             Target::Sink(s) => {
                 Self::Caller(s.lock().map_err(|_| Error::Internal("the caller's sink is poisoned".into()))?)
             }
             Target::File { path, format, resume } => {
+                let columns = Columns { meta_fields: meta, dim, windows: job.chunker.windows().is_some() };
                 Self::Commit(Committer::open(path, *format, columns, job.fingerprint.clone(), *resume)?)
             }
             Target::Stdout if dim.is_some() => {
