@@ -16,7 +16,10 @@
 //! the headings above the chunk, `Title > Chapter 3 > 3.2 Quoting`, for an index to store
 //! beside the chunk's text (a lexical index indexes it with the text; a dense one can embed
 //! it as a prefix). Headings are the first lines of paragraphs (blank-line separated
-//! blocks) that pass [`is_heading`]; their level comes from their form ([`heading_level`]).
+//! blocks) that pass [`is_heading`], outside Markdown's fenced code blocks; their level comes
+//! from their form ([`heading_level`]). The document's first paragraph may also be a
+//! Markdown heading in lower case (`# seamcut`): a title, where a `# ...` line elsewhere
+//! in lower case is more often a shell comment.
 
 /// Whether a unit's text (trimmed) looks like a heading.
 #[must_use]
@@ -53,6 +56,16 @@ pub fn is_heading(unit: &str) -> bool {
         last,
         '.' | '!' | '?' | ',' | ';' | ':' | '"' | '\'' | '”' | '’' | ')' | ']' | '…' | '。' | '！' | '？'
     )
+}
+
+/// A Markdown heading of any case (`# seamcut`), as the first line of a document is taken.
+fn is_markdown_title(line: &str) -> bool {
+    let t = line.trim();
+    let hashes = t.bytes().take_while(|&b| b == b'#').count();
+    (1..=6).contains(&hashes)
+        && t.as_bytes().get(hashes) == Some(&b' ')
+        && !t[hashes..].trim().is_empty()
+        && t.len() <= 80
 }
 
 /// Seam bonuses from headings for units whose texts are `units`: entry `g` (a cut before
@@ -133,13 +146,21 @@ pub fn headings(text: &str) -> Vec<Heading> {
             Some((start, l.trim()))
         })
         .collect();
+    let first = lines.iter().position(|l| !l.1.is_empty());
+    let mut fenced = false;
     for (i, &(start, line)) in lines.iter().enumerate() {
+        // Markdown's fenced code: its `# comments` are not headings.
+        if line.starts_with("```") || line.starts_with("~~~") {
+            fenced = !fenced;
+            continue;
+        }
         let para_start = i == 0 || lines[i - 1].1.is_empty();
         let para_end = lines.get(i + 1).is_none_or(|l| l.1.is_empty());
         // Its own paragraph: a heading is not the first line of a wrapped sentence, and a
         // Markdown-like `# ...` line followed by more lines is a code comment more often
         // than a heading in the plain texts seamcut reads.
-        if line.is_empty() || !para_start || !para_end || !is_heading(line) {
+        let heading = is_heading(line) || (Some(i) == first && is_markdown_title(line));
+        if fenced || line.is_empty() || !para_start || !para_end || !heading {
             continue;
         }
         let name = line.trim_start_matches('#').trim();
@@ -159,18 +180,21 @@ pub fn headings(text: &str) -> Vec<Heading> {
 }
 
 /// The context of each chunk starting at `starts` (ascending byte offsets into the document):
-/// the title (the document's first heading when all others are below it, else `id`; none
-/// when it is empty), then the path of headings that
+/// the title (the heading that opens the document when all others are below it, else `id`;
+/// none when it is empty), then the path of headings that
 /// stand above the chunk's start (the last heading of each level before it, deeper levels
 /// closed by a shallower one), joined by ` > `. A chunk that starts on a heading has that
 /// heading in its path.
 #[must_use]
 pub fn contexts(id: &str, text: &str, starts: &[usize]) -> Vec<String> {
     let heads = headings(text);
-    // The first heading is the document's title when every other heading is below it
-    // (`PRIDE AND PREJUDICE` over its chapters); a first heading with peers (the first country
-    // of a reference book) is only the first entry, and the id is the title.
-    let titled = heads.first().filter(|f| heads.iter().skip(1).all(|h| h.level > f.level));
+    // The first heading is the document's title when it opens the document and every other
+    // heading is below it (`PRIDE AND PREJUDICE` over its chapters); a first heading with
+    // peers (the first country of a reference book) is only the first entry, and one after
+    // text is a section of that text: then the id is the title.
+    let titled = heads
+        .first()
+        .filter(|f| text[..f.start].trim().is_empty() && heads.iter().skip(1).all(|h| h.level > f.level));
     let title = titled.map_or(id, |h| h.text.as_str());
     let mut path: Vec<&Heading> = Vec::new();
     let mut next = heads.iter().peekable();
@@ -248,6 +272,30 @@ mod tests {
         assert_eq!(heading_level("CHAPTER IV."), 1);
         assert_eq!(heading_level("Geography"), 2);
         assert_eq!(heading_level("## Build"), 2);
+    }
+
+    #[test]
+    fn a_chunk_gets_only_the_headings_above_it() {
+        // Markdown whose title starts in lower case, and a heading after the first chunk.
+        let md = "# seamcut\n\nBody. More.\n\n## Next Part\n\nMore.";
+        let at = |s: &str| md.find(s).unwrap();
+        let c = contexts("README.md", md, &[0, at("Body"), at("## Next"), at("More.")]);
+        assert_eq!(c, vec!["seamcut", "seamcut", "seamcut > Next Part", "seamcut > Next Part"]);
+        // No heading opens the document: the id is the title, and chunks before the first
+        // heading have none of it.
+        let late = "Some opening text.\n\n## Next Part\n\nMore.";
+        let c = contexts("doc", late, &[0, late.find("More").unwrap()]);
+        assert_eq!(c, vec!["doc", "doc > Next Part"]);
+        // Numbered and capitalised headings: each chunk has only those above it.
+        let plain = "Preface text here.\n\nCHAPTER ONE\n\nIt began.\n\n1.1 Morning\n\nRain.";
+        let at = |s: &str| plain.find(s).unwrap();
+        let c = contexts("book", plain, &[0, at("It began"), at("Rain")]);
+        assert_eq!(c, vec!["book", "book > CHAPTER ONE", "book > CHAPTER ONE > 1.1 Morning"]);
+        // A lower-case `# ...` line after the first paragraph, and any line in a code fence,
+        // is not a heading.
+        let code = "# Guide\n\n```sh\n# Build It\n\nmake\n```\n\n# set the path\n\nDone.";
+        let c = contexts("g", code, &[0, code.find("Done").unwrap()]);
+        assert_eq!(c, vec!["Guide", "Guide"]);
     }
 
     #[test]
