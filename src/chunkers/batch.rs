@@ -15,13 +15,16 @@
 //! embeds its units with: the loop that gathers many documents' units and their known token
 //! ids into one embedding pass, and the recovery when that pass fails (each document's units
 //! embedded on their own, so one bad document does not cost the others), live here once.
+//!
+//! This module stands below the chunkers that use it: a chunker with a model pass hands
+//! [`Pending`] its batch as a [`StagedBatch`], and a wrapper that works on finished chunks
+//! (overlap windows) as a [`SpanPass`], so the batch path imports neither.
 
 use std::borrow::Cow;
 
 use rayon::prelude::*;
 
-use super::semantic::{unit_texts, SemanticBatch, SemanticChunker};
-use super::units::{UnitIds, Units};
+use super::units::{unit_texts, UnitIds, Units};
 use crate::chunk::ChunkSpan;
 use crate::embed::{self, EmbedOptions, Embedder};
 use crate::Result;
@@ -66,36 +69,55 @@ pub struct DeviceTime {
     pub bands: f64,
 }
 
+/// A chunker's batch with a model pass, between its stages (the embedding chunkers'
+/// batch, [`super::semantic`]).
+pub trait StagedBatch: Send {
+    /// The device stage; a failure is kept for [`Self::finish`].
+    fn embed(&mut self) -> DeviceTime;
+    /// Units the batch embeds.
+    fn units(&self) -> usize;
+    /// One result per document of `texts` (the texts the batch was prepared from), in order.
+    fn finish(self: Box<Self>, texts: &[&str]) -> Vec<Result<DocChunks>>;
+}
+
+/// Work on a document's finished chunks that [`Pending::finish`] runs last, after any
+/// chunker (the overlap windows, [`super::windows`]).
+pub trait SpanPass: Send + Sync {
+    fn apply(&self, text: &str, chunks: &mut [ChunkSpan]);
+}
+
 /// A batch of documents between a chunker's stages: made by
 /// [`super::Chunker::prepare_batch`], embedded by [`Self::embed`], finished by
 /// [`Self::finish`] with the same texts.
 pub struct Pending<'c> {
     inner: Inner<'c>,
-    /// Windows [`Self::finish`] gives each document's chunks ([`super::windows`]).
-    windows: Option<super::windows::Windows>,
+    /// What [`Self::finish`] does to each document's chunks last (windows).
+    pass: Option<Box<dyn SpanPass + 'c>>,
 }
 
 enum Inner<'c> {
     /// Chunked already (no model pass).
     Done(Vec<Result<DocChunks>>),
-    Semantic(&'c SemanticChunker, Box<SemanticBatch>),
+    Staged(Box<dyn StagedBatch + 'c>),
 }
 
 impl<'c> Pending<'c> {
     /// A batch chunked in the prepare stage: one result per document.
     #[must_use]
     pub fn done(results: Vec<Result<DocChunks>>) -> Self {
-        Self { inner: Inner::Done(results), windows: None }
+        Self { inner: Inner::Done(results), pass: None }
     }
 
-    pub(crate) fn semantic(chunker: &'c SemanticChunker, batch: SemanticBatch) -> Self {
-        Self { inner: Inner::Semantic(chunker, Box::new(batch)), windows: None }
-    }
-
-    /// The batch with `windows` given to every document's chunks when it finishes.
+    /// A batch whose model pass is still to run.
     #[must_use]
-    pub fn with_windows(mut self, windows: super::windows::Windows) -> Self {
-        self.windows = Some(windows);
+    pub fn staged(batch: Box<dyn StagedBatch + 'c>) -> Self {
+        Self { inner: Inner::Staged(batch), pass: None }
+    }
+
+    /// The batch with `pass` run over every document's chunks when it finishes.
+    #[must_use]
+    pub fn with_pass(mut self, pass: impl SpanPass + 'c) -> Self {
+        self.pass = Some(Box::new(pass));
         self
     }
 
@@ -104,7 +126,7 @@ impl<'c> Pending<'c> {
     pub fn embed(&mut self) -> DeviceTime {
         match &mut self.inner {
             Inner::Done(_) => DeviceTime::default(),
-            Inner::Semantic(c, b) => c.embed_batch(b),
+            Inner::Staged(b) => b.embed(),
         }
     }
 
@@ -113,7 +135,7 @@ impl<'c> Pending<'c> {
     pub fn units(&self) -> usize {
         match &self.inner {
             Inner::Done(_) => 0,
-            Inner::Semantic(_, b) => b.units(),
+            Inner::Staged(b) => b.units(),
         }
     }
 
@@ -123,9 +145,9 @@ impl<'c> Pending<'c> {
     pub fn finish(self, texts: &[&str]) -> Vec<Result<DocChunks>> {
         let mut results = match self.inner {
             Inner::Done(r) => r,
-            Inner::Semantic(c, b) => c.finish_batch(texts, *b),
+            Inner::Staged(b) => b.finish(texts),
         };
-        if let Some(w) = &self.windows {
+        if let Some(w) = &self.pass {
             results.par_iter_mut().zip(texts).for_each(|(r, text)| {
                 if let Ok(c) = r {
                     w.apply(text, &mut c.spans);

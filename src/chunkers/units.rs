@@ -8,7 +8,7 @@
 use crate::segment::Segmenter;
 use crate::sizer::cut::{cut_into, CutMode};
 use crate::sizer::Sizer;
-use crate::span::{covering, Span};
+use crate::span::{covering, trim, Span};
 
 /// Contiguous units tiling a document, with their token counts.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -183,6 +183,12 @@ fn counted_spans_to_units(
         }
     }
     (units, unit_ids)
+}
+
+/// The text of each unit, trimmed: what an embedding pass embeds.
+#[must_use]
+pub fn unit_texts<'t>(text: &'t str, units: &Units) -> Vec<&'t str> {
+    units.spans.iter().map(|s| trim(text, *s).text(text)).collect()
 }
 
 #[cfg(test)]

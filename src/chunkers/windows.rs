@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
+use super::batch::SpanPass;
 use super::{ChunkVectors, Chunker, ChunkerKind, Pending};
 use crate::chunk::ChunkSpan;
 use crate::segment::Segmenter;
@@ -84,6 +85,12 @@ impl Windows {
             Some(e) if e > at => e,
             _ => word_end_before(text, at, limit),
         }
+    }
+}
+
+impl SpanPass for Windows {
+    fn apply(&self, text: &str, chunks: &mut [ChunkSpan]) {
+        Windows::apply(self, text, chunks);
     }
 }
 
@@ -161,7 +168,7 @@ impl Chunker for Windowed {
     }
 
     fn prepare_batch<'c>(&'c self, texts: &[&str], vectors: ChunkVectors) -> Pending<'c> {
-        self.inner.prepare_batch(texts, vectors).with_windows(self.windows.clone())
+        self.inner.prepare_batch(texts, vectors).with_pass(self.windows.clone())
     }
 
     fn unit_model(&self) -> Option<&Arc<dyn crate::embed::Embedder>> {
