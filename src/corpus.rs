@@ -110,15 +110,18 @@ impl Input {
     }
 }
 
+/// A file's compression, by its name (`.gz`, `.zst`): what inputs are read with and what a
+/// JSONL output is written with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Compression {
+pub enum Compression {
     None,
     Gzip,
     Zstd,
 }
 
 /// A file's compression and the extension under it, in lower case.
-fn classify(path: &Path) -> (Compression, Option<String>) {
+#[must_use]
+pub fn classify(path: &Path) -> (Compression, Option<String>) {
     let ext = |p: &Path| p.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
     match ext(path).as_deref() {
         Some("gz") => (Compression::Gzip, ext(&path.with_extension(""))),
@@ -150,6 +153,26 @@ fn wanted(path: &Path, format: InputFormat) -> bool {
         InputFormat::Jsonl => jsonl(&ext),
         InputFormat::Parquet => ext == "parquet",
     }
+}
+
+/// What a directory walk takes (under the default input format), in words.
+pub const WALKED_KINDS: &str = ".txt, .md, .jsonl, .ndjson or .parquet, plain, .gz or .zst";
+
+/// Files in the inputs' directories that a walk passes over (not of a kind `format` takes).
+#[must_use]
+pub fn passed_over(inputs: &[Input], format: InputFormat) -> u64 {
+    let mut n = 0;
+    for input in inputs {
+        let Input::Path(p) = input else { continue };
+        if p.is_dir() {
+            for e in walkdir::WalkDir::new(p).into_iter().filter_map(std::result::Result::ok) {
+                if e.file_type().is_file() && !wanted(e.path(), format) {
+                    n += 1;
+                }
+            }
+        }
+    }
+    n
 }
 
 /// The sum of the sizes of the files the inputs name or contain (compressed sizes as they

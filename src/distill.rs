@@ -30,16 +30,22 @@ pub struct DistillOptions {
     pub f16: bool,
     /// Padded tokens per teacher batch.
     pub batch_tokens: usize,
+    /// A progress bar on stderr (vocabulary tokens through the teacher, then the PCA).
+    pub progress: bool,
 }
 
 impl Default for DistillOptions {
     fn default() -> Self {
-        Self { dims: 256, sif: Some(1e-4), f16: true, batch_tokens: 16_384 }
+        Self { dims: 256, sif: Some(1e-4), f16: true, batch_tokens: 16_384, progress: false }
     }
 }
 
 /// Token vectors of the teacher: `vocab × hidden`, f64, plus which rows fit the PCA.
-fn token_vectors(teacher: &BertEmbedder, batch_tokens: usize) -> Result<(Vec<f64>, usize, usize, Vec<bool>)> {
+fn token_vectors(
+    teacher: &BertEmbedder,
+    batch_tokens: usize,
+    bar: Option<&indicatif::ProgressBar>,
+) -> Result<(Vec<f64>, usize, usize, Vec<bool>)> {
     use crate::embed::Embedder;
     let vocab = crate::tokenizer_json::vocab_size_with_added(teacher.tokenizer().hf());
     let hidden = teacher.dim();
@@ -47,6 +53,9 @@ fn token_vectors(teacher: &BertEmbedder, batch_tokens: usize) -> Result<(Vec<f64
     let (pre, post) = (pre.to_vec(), post.to_vec());
     let per_batch = (batch_tokens / (1 + pre.len() + post.len())).max(1);
     let mut out = vec![0f64; vocab * hidden];
+    if let Some(b) = bar {
+        b.set_length(vocab as u64);
+    }
     let mut id = 0u32;
     while (id as usize) < vocab {
         let end = (id as usize + per_batch).min(vocab) as u32;
@@ -62,6 +71,9 @@ fn token_vectors(teacher: &BertEmbedder, batch_tokens: usize) -> Result<(Vec<f64
             out[id as usize * hidden + k] = f64::from(*x);
         }
         id = end;
+        if let Some(b) = bar {
+            b.set_position(u64::from(id));
+        }
     }
     let fit: Vec<bool> = (0..vocab as u32)
         .map(|t| {
@@ -144,9 +156,25 @@ fn pca(x: &[f64], n: usize, d: usize, k: usize, fit: &[bool]) -> Vec<f64> {
 /// If the teacher fails or the output cannot be written.
 pub fn distill(teacher_dir: &Path, out: &Path, opts: DistillOptions) -> Result<()> {
     let teacher = BertEmbedder::load(teacher_dir, &Compute::cpu())?;
-    let (x, n, d, fit) = token_vectors(&teacher, opts.batch_tokens)?;
+    let bar = opts.progress.then(|| {
+        let bar = indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
+        if let Ok(style) =
+            indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} tokens {per_sec} eta {eta}  {msg}")
+        {
+            bar.set_style(style);
+        }
+        bar.set_message("through the teacher");
+        bar
+    });
+    let (x, n, d, fit) = token_vectors(&teacher, opts.batch_tokens, bar.as_ref())?;
+    if let Some(b) = &bar {
+        b.set_message("PCA");
+    }
     let k = opts.dims.min(d);
     let mut emb = pca(&x, n, d, k, &fit);
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
     if let Some(sif) = opts.sif {
         let z: f64 = (0..n).map(|r| 1.0 / (r as f64 + 2.0)).sum();
         for r in 0..n {

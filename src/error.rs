@@ -6,9 +6,7 @@ use std::path::PathBuf;
 /// input (file, line, byte offset) so a user of a corpus job can find the bad record.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error(
-        "{path}: invalid UTF-8 at byte {offset} (the lossy read option replaces invalid bytes with U+FFFD)"
-    )]
+    #[error("{}", self.render(&|s| s.to_string()))]
     InvalidUtf8 { path: String, offset: usize },
 
     #[error("{path}: looks like a binary file (NUL byte at {offset}); not text")]
@@ -27,7 +25,7 @@ pub enum Error {
     #[error("cannot load tokenizer {path}: {message}")]
     Tokenizer { path: PathBuf, message: String },
 
-    #[error("model {path}: {message}")]
+    #[error("{}", self.render(&|s| s.to_string()))]
     Model { path: String, message: String },
 
     #[error("embedding failed: {0}")]
@@ -37,13 +35,20 @@ pub enum Error {
     #[error("LLM request failed: {0}")]
     Llm(String),
 
-    #[error("invalid configuration: {0}")]
+    /// An LLM server that could not be reached at all (no request to it ever answered):
+    /// the job's problem, not a document's.
+    #[error("LLM server unreachable: {0}")]
+    LlmUnreachable(String),
+
+    /// A configuration that does not work; other settings it names are marked ([`named`]).
+    #[error("{}", self.render(&|s| s.to_string()))]
     Config(String),
 
     /// A setting with a value that does not fit (alone or with the others). `setting` is its
     /// name in a chunker spec or job (`min_tokens`, `lumber.theta`, `embeddings`), so that a
-    /// front end can name it its own way: the CLI shows its flag, Python its keyword.
-    #[error("{setting}: {message}")]
+    /// front end can name it its own way: the CLI shows its flag, Python its keyword. Other
+    /// settings the message names are marked ([`named`]) for the same reason.
+    #[error("{}", self.render(&|s| s.to_string()))]
     Setting { setting: &'static str, message: String },
 
     #[error("internal error (please report): {0}")]
@@ -53,15 +58,48 @@ pub enum Error {
     Write(#[source] std::io::Error),
 
     /// A problem with one file met in a directory walk (binary, invalid UTF-8, unreadable).
-    #[error("{0}")]
+    #[error("{}", self.render(&|s| s.to_string()))]
     InWalk(Box<Error>),
 
     /// A corpus job stopped on a document's error (`--on-error stop`).
-    #[error("{0} (stopped: on_error is stop; the default, skip, lists such documents and goes on)")]
+    #[error("{}", self.render(&|s| s.to_string()))]
     Stopped(Box<Error>),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A setting named inside an error message, marked so that each front end renders it in its
+/// own words ([`Error::render`]: the spec's name by default, the CLI's flag): a message that
+/// says "larger than the cap, {max_tokens}" reads `--max-tokens` in the CLI and `max_tokens` in
+/// Python and the server.
+pub(crate) fn named(setting: &str) -> String {
+    format!("{START}{setting}{END}")
+}
+
+// Control characters no message text holds: the markers around a setting's name.
+const START: char = '\u{1}';
+const END: char = '\u{2}';
+
+/// `message` with each [`named`] setting rendered by `name`.
+fn render_names(message: &str, name: &dyn Fn(&str) -> String) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(i) = rest.find(START) {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + START.len_utf8()..];
+        match after.find(END) {
+            Some(j) => {
+                out.push_str(&name(&after[..j]));
+                rest = &after[j + END.len_utf8()..];
+            }
+            None => {
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
 
 impl From<candle_core::Error> for Error {
     fn from(e: candle_core::Error) -> Self {
@@ -90,7 +128,7 @@ impl Error {
             Self::Record { .. } => "bad record",
             Self::Io { .. } => "unreadable",
             Self::Tokenizer { .. } | Self::Model { .. } | Self::Compute(_) => "model",
-            Self::Llm(_) => "LLM",
+            Self::Llm(_) | Self::LlmUnreachable(_) => "LLM",
             Self::Config(_) | Self::Setting { .. } => "configuration",
             Self::Internal(_) => "internal",
             Self::Write(_) => "write",
@@ -101,7 +139,33 @@ impl Error {
     #[must_use]
     pub fn message(&self) -> String {
         match self {
-            Self::Setting { message, .. } => message.clone(),
+            Self::Setting { message, .. } => render_names(message, &|s| s.to_string()),
+            e => e.to_string(),
+        }
+    }
+
+    /// The one-line message with every setting it names (the setting of an
+    /// [`Error::Setting`], and those marked in a message) named by `name`: a front end's
+    /// words for a spec or job setting (the CLI: `max_tokens` → `--max-tokens`). `Display`
+    /// names them as the spec does.
+    #[must_use]
+    pub fn render(&self, name: &dyn Fn(&str) -> String) -> String {
+        match self {
+            Self::Setting { setting, message } => {
+                format!("{}: {}", name(setting), render_names(message, name))
+            }
+            Self::Config(m) => format!("invalid configuration: {}", render_names(m, name)),
+            Self::Model { path, message } => format!("model {path}: {}", render_names(message, name)),
+            Self::InvalidUtf8 { path, offset } => format!(
+                "{path}: invalid UTF-8 at byte {offset} ({} replaces invalid bytes with U+FFFD)",
+                name("lossy")
+            ),
+            Self::InWalk(e) => e.render(name),
+            Self::Stopped(e) => format!(
+                "{} (stopped: {} is stop; the default, skip, lists such documents and goes on)",
+                e.render(name),
+                name("on_error")
+            ),
             e => e.to_string(),
         }
     }

@@ -41,18 +41,21 @@ enum Command {
     /// Chunk documents and write one record per chunk (JSONL, or Parquet with -o X.parquet).
     #[command(after_help = "\
 Output, one JSON object per line (Parquet: the same columns):
-  {\"doc_id\", \"index\", \"start\", \"end\", \"text\", \"tokens\", \"sentences\"} + any --meta-field
+  {\"doc_id\", \"index\", \"start\", \"end\", \"text\", \"tokens\", \"sentences\", \"context\"} + any --meta-field
+  (+ \"window_start\", \"window_end\", \"window_text\" with --overlap; + vectors with --embeddings:
+  Parquet's \"embedding\" column, or OUT.npy beside JSONL)
 start/end are byte offsets into the document's UTF-8 text; the chunks of a document cover it
 exactly (each chunk keeps the whitespace after it), so joining their texts gives it back.
+context is the document's title and the headings above the chunk (Guide > Install).
 With -o, output is committed batch by batch: after a crash or kill, run the same command
 with --resume. Bad documents are skipped and listed beside the output (-o out.jsonl:
-out.errors.jsonl; without -o, on stderr); --on-error stop stops instead.
+out.jsonl.errors.jsonl; without -o, on stderr); --on-error stop stops instead.
 
 Examples:
   seamcut chunk book.txt
   seamcut chunk corpus/ --chunker maxmin -o chunks.parquet --embeddings mean
-  seamcut chunk crawl.jsonl.zst --id-field url --meta-field lang -o out.jsonl --resume
-  seamcut chunk corpus/ --shard 3/16 -o part-3.parquet      # machine 3 of 16
+  seamcut chunk crawl.jsonl.zst --id-field url --meta-field lang -o out.jsonl.zst --resume
+  seamcut chunk corpus/ --shard 3/16 -o part-3.parquet      # shard 3 of 0..15: the 4th of 16 machines
   cat notes.md | seamcut chunk - --chunker paragraph --min-tokens 32
   seamcut chunk book.txt --chunker maxmin --print-spec > spec.json
   seamcut chunk corpus/ --spec spec.json --max-tokens 512")]
@@ -76,7 +79,8 @@ Examples:
     /// Distill a static model (model2vec format) from a BERT-family teacher.
     #[command(after_help = "\
 Examples:
-  seamcut distill --teacher all-MiniLM-L6-v2 --dims 256 -o models/default")]
+  seamcut distill --teacher all-MiniLM-L6-v2 --dims 240 -o my-static-model
+  seamcut embed --model my-static-model --lines sentences.txt -o vectors.npy")]
     Distill(DistillArgs),
     /// Draw one document's similarity curve with each chunker's cuts, as SVG or PNG.
     #[command(after_help = "\
@@ -93,9 +97,11 @@ Example:
     /// /v1/embeddings, text-embeddings-inference's /embed, /v1/chunk, /health, /info, /metrics).
     #[cfg(feature = "serve")]
     #[command(after_help = "\
-Routes: POST /v1/chunk {\"documents\": [{\"id\", \"text\"}], \"embeddings\": \"none|mean|reembed|late|auto\", \"spec\": {...}}
-(chunks as `seamcut chunk` writes them: start/end are UTF-8 byte offsets); POST /v1/embeddings
-(OpenAI); POST /embed (text-embeddings-inference); GET /health, /info, /metrics (Prometheus).
+Routes: POST /v1/chunk {\"documents\": [{\"id\", \"text\"}], \"embeddings\": \"none|mean|reembed|late|blend|auto\", \"spec\": {...}}
+(chunks as `seamcut chunk` writes them: start/end are UTF-8 byte offsets; a document without an
+id gets its position in the request, \"0\", \"1\", ...); POST /v1/embeddings (OpenAI; \"model\" is
+the served model's name or absent); POST /embed (text-embeddings-inference); GET /health, /info,
+/metrics (Prometheus).
 Listens on 127.0.0.1 unless --host says otherwise; SIGTERM finishes the requests in flight.
 
 Examples:
@@ -206,15 +212,19 @@ fn serve(a: &ServeArgs) -> seamcut::Result<()> {
 
 #[derive(Subcommand)]
 enum EvalCommand {
+    /// Score chunkers on topic shifts built from source texts (Pk, WindowDiff, F1, AMI).
+    ///
     /// A Choi-style topic-shift benchmark: documents of 3–11-sentence runs from different
     /// source texts (the INPUTs); Pk, WindowDiff, boundary F1 (±1 sentence) and AMI of each
-    /// chunker against the true boundaries, as a table. `--hard-thr-sweep` calibrates Max–Min.
+    /// chunker against the true boundaries, as a table. --hard-thr-sweep calibrates Max–Min.
     #[command(after_help = "\
 Example:
   benches/fetch-texts.sh /tmp/texts     # Rust book chapters as text (installed with rustup)
   seamcut eval topics /tmp/texts --chunker maxmin --chunker minima --chunker recursive --model all-MiniLM-L6-v2
   seamcut eval topics /tmp/texts --chunker maxmin --hard-thr-sweep 0.3,0.4,0.5,0.6")]
     Topics(Box<TopicsArgs>),
+    /// Score chunks by retrieval: DCG@k and Recall@k on questions over their documents.
+    ///
     /// DCG@k and Recall@k (k = 1, 2, 5, 10, 20) of a document's chunks on questions, by the
     /// GutenQA protocol: chunks and questions embedded with --model, chunks ranked by cosine,
     /// a hit is the first chunk containing the question's `must_contain` text.
@@ -226,6 +236,8 @@ Examples:
   seamcut eval retrieval --questions q.jsonl --model all-MiniLM-L6-v2 --chunks chunks.jsonl
   seamcut eval retrieval --questions q.jsonl --document book.txt --chunker recursive --chunker maxmin")]
     Retrieval(Box<RetrievalArgs>),
+    /// Score chunk boundaries against reference boundaries (Pk, WindowDiff, F1, AMI).
+    ///
     /// Pk, WindowDiff, boundary precision/recall/F1 and AMI of chunk boundaries against
     /// reference boundaries, on the sentences of the documents (the units `seamcut segment`
     /// prints). Both files are chunk JSONL (`doc_id`, `start`; seamcut's own output works).
@@ -250,6 +262,8 @@ Example:
 
 #[derive(Subcommand)]
 enum BenchCommand {
+    /// Chunk a corpus end to end and report its throughput, stage by stage.
+    ///
     /// Chunk a corpus (the INPUTs, or --generate MB of synthetic prose) end to end and report
     /// MB/s, documents/s, units/s, tokens/s, busy time per stage and peak RSS, as a table
     /// and (with --json) one JSON object. Output is serialised and dropped unless -o is given.
@@ -258,7 +272,9 @@ Examples:
   seamcut bench chunk --generate 200 --chunker maxmin
   seamcut bench chunk corpus/ --chunker maxmin --model all-MiniLM-L6-v2 --json")]
     Chunk(Box<BenchChunkArgs>),
-    /// Embed the lines of a file `--runs` times after one warm-up run; one JSON object per run.
+    /// Time embedding the lines of a file, run after run; one JSON object per run.
+    ///
+    /// The lines are embedded --runs times after one warm-up run.
     Embed {
         #[command(flatten)]
         model: ModelArgs,
@@ -278,6 +294,7 @@ Examples:
         /// A 1-D float32 .npy series.
         #[arg(long)]
         series: PathBuf,
+        /// Timed runs.
         #[arg(long, default_value_t = 5)]
         runs: usize,
     },
@@ -287,7 +304,8 @@ Examples:
 /// Each is optional: a flag given overrides `--spec FILE`, which overrides the defaults.
 #[derive(Args, Clone, Default)]
 struct SpecArgs {
-    /// A chunker spec (JSON, as --print-spec writes); flags given override its fields.
+    /// A chunker spec (JSON, as seamcut chunk --print-spec writes); flags given override its
+    /// fields.
     #[arg(long, value_name = "FILE")]
     spec: Option<PathBuf>,
     /// Hard cap on tokens per chunk (and per unit); 0 means no cap. [default: 256]
@@ -298,9 +316,8 @@ struct SpecArgs {
     #[arg(long)]
     min_tokens: Option<MinTokens>,
     /// Give each chunk a window reaching this many tokens into each neighbour (whole
-    /// sentences where they fit): `window_start`, `window_end`, `window_text` in the output,
-    /// and the text `--embeddings reembed` (and blend's text half) embeds. Chunks still tile
-    /// the document. Any chunker. [default: 0]
+    /// sentences where they fit): the text a chunk's own vector is then made from. The chunks
+    /// themselves still tile the document. Any chunker. [default: 0]
     #[arg(long)]
     overlap: Option<usize>,
     /// What a token is: `default` (the model's tokenizer; for baselines the default model's),
@@ -313,7 +330,7 @@ struct SpecArgs {
     device: Option<DeviceSpec>,
     /// Precision of weights and activations: f32, f16, bf16. On the CPU, bf16 keeps f32
     /// weights and runs the encoder's linear products in bf16 on AMX tiles (Intel Sapphire
-    /// Rapids and later; an error elsewhere): about 1.8× as fast, vectors within 1e-4 cosine.
+    /// Rapids and later; an error elsewhere): about 1.9× as fast, vectors within 1e-4 cosine.
     /// [default: f32]
     #[arg(long)]
     dtype: Option<Precision>,
@@ -321,7 +338,7 @@ struct SpecArgs {
     /// over the cap), seamcut's sentences, or chonkie's delimiter splitter. [default: paragraphs]
     #[arg(long, value_enum, visible_alias = "splitter")]
     units: Option<UnitKind>,
-    /// With --splitter delimiters: merge segments shorter than this many bytes. [default: 24]
+    /// With --units delimiters: merge segments shorter than this many bytes. [default: 24]
     #[arg(long)]
     min_characters_per_sentence: Option<usize>,
     /// Minima and breakpoints: embed a window as the mean of its unit vectors, or by
@@ -329,8 +346,8 @@ struct SpecArgs {
     #[arg(long, value_enum)]
     window: Option<WindowMode>,
     /// Embedding chunkers' unit vectors: each unit embedded on its own, or pooled from the
-    /// late pass over its whole document (which also gives --embeddings late from the same
-    /// pass). [default: independent]
+    /// late pass over its whole document (which then also gives late chunk vectors, from the
+    /// same pass). [default: independent]
     #[arg(long, value_enum)]
     unit_vectors: Option<seamcut::spec::UnitVectors>,
     /// The late pass's window in content tokens, or `auto` (the model's measured default).
@@ -341,8 +358,10 @@ struct SpecArgs {
     /// measured default). [default: auto]
     #[arg(long)]
     late_stride: Option<seamcut::spec::LateTokens>,
-    /// A document whose model pass fails: chunk it by sentence packing (counted and listed),
-    /// or fail it (then --on-error decides). [default: sentence]
+    /// A document whose model pass (an embedding model's, or an LLM's requests) fails:
+    /// `auto` chunks it by sentence packing (counted and listed), except that an LLM server
+    /// that cannot be reached at all stops the run; `sentence` always falls back; `fail`
+    /// makes it an error (a corpus job skips the document or stops). [default: auto]
     #[arg(long, value_enum)]
     on_model_error: Option<ModelErrorPolicy>,
     /// Max–Min: hard threshold, a number or `auto`: the value calibrated for the model
@@ -538,6 +557,7 @@ struct TopicsArgs {
     /// Runs (topic segments) per document.
     #[arg(long, default_value_t = 8)]
     runs: usize,
+    /// Seed of the documents' random runs (the same seed builds the same benchmark).
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Chunkers to score (repeatable).
@@ -654,8 +674,8 @@ struct DistillArgs {
     /// The teacher: a BERT-family model (catalog name, directory or hub id).
     #[arg(long)]
     teacher: String,
-    /// PCA dimensions of the static vectors.
-    #[arg(long, default_value_t = 256)]
+    /// PCA dimensions of the static vectors (the built-in default model has 240).
+    #[arg(long, default_value_t = 240)]
     dims: usize,
     /// SIF coefficient for Zipf weighting (0 for none).
     #[arg(long, default_value_t = 1e-4)]
@@ -666,6 +686,9 @@ struct DistillArgs {
     /// Output directory.
     #[arg(short, long)]
     output: PathBuf,
+    /// No progress bar on stderr.
+    #[arg(short, long)]
+    quiet: bool,
 }
 
 #[derive(Args)]
@@ -683,9 +706,6 @@ struct InputArgs {
     /// JSONL field / Parquet column holding the document text.
     #[arg(long, default_value = "text")]
     text_field: String,
-    /// Carry this JSONL field / Parquet column into every chunk of its document (repeatable).
-    #[arg(long)]
-    meta_field: Vec<String>,
     /// Replace invalid UTF-8 with U+FFFD. Without it, a file named as an input is an error
     /// and a bad file met in a directory walk (or a bad JSONL line, Parquet row) is skipped
     /// and listed.
@@ -699,7 +719,7 @@ impl InputArgs {
             format: self.input_format,
             id_field: self.id_field.clone(),
             text_field: self.text_field.clone(),
-            meta_fields: self.meta_field.clone(),
+            meta_fields: Vec::new(),
             lossy: self.lossy,
         }
     }
@@ -721,8 +741,8 @@ struct RunArgs {
     /// Batches in flight between two stages.
     #[arg(long, default_value_t = 2)]
     channel_depth: usize,
-    /// A document that cannot be read or chunked: skip it (listed in OUT.errors.jsonl, or on
-    /// stderr) or stop the job.
+    /// A document that cannot be read or chunked: skip it (listed in OUT.errors.jsonl beside
+    /// the output, or on stderr) or stop the job.
     #[arg(long, value_enum, default_value_t = OnError::Skip)]
     on_error: OnError,
     /// Verify every document's chunk invariants while running.
@@ -751,6 +771,9 @@ impl RunArgs {
 struct ChunkArgs {
     #[command(flatten)]
     input: InputArgs,
+    /// Carry this JSONL field / Parquet column into every chunk of its document (repeatable).
+    #[arg(long)]
+    meta_field: Vec<String>,
     /// The chunking method. [default: sentence]
     #[arg(long, value_enum)]
     chunker: Option<ChunkerKind>,
@@ -763,13 +786,16 @@ struct ChunkArgs {
     /// Print the spec the flags make (JSON, for --spec) and exit.
     #[arg(long)]
     print_spec: bool,
-    /// Write here instead of stdout: .parquet for Parquet, anything else JSONL.
+    /// Write here instead of stdout: .parquet for Parquet, anything else JSONL (.jsonl.gz and
+    /// .jsonl.zst compressed as named).
     #[arg(short, long)]
     output: Option<PathBuf>,
     /// Continue the interrupted job that was writing -o (same command, same inputs).
     #[arg(long, requires = "output")]
     resume: bool,
-    /// Take only the documents whose id hashes to I of N shards (I/N, 0-based).
+    /// Take only the documents whose id hashes to shard I of N; I is 0-based, from 0 to
+    /// N−1 (Slurm, with an array of 0-15: --shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT;
+    /// with a 1-based array, $((SLURM_ARRAY_TASK_ID - 1)) as I).
     #[arg(long, value_name = "I/N")]
     shard: Option<String>,
     /// Add each chunk's vector: `mean` of its unit vectors (embedding chunkers, free),
@@ -781,8 +807,8 @@ struct ChunkArgs {
     /// Chunks longer than the model's window under --embeddings reembed: truncate or mean.
     #[arg(long, value_enum, default_value_t = LongInput::Truncate)]
     long: LongInput,
-    /// Under --embeddings reembed, embed each chunk with its context (the document's title and
-    /// the headings above it) in front of its text.
+    /// Under --embeddings reembed and blend, embed each chunk's text with its context (the
+    /// document's title and the headings above it) in front of it.
     #[arg(long)]
     context_prefix: bool,
     #[command(flatten)]
@@ -797,6 +823,7 @@ struct BenchChunkArgs {
     /// Megabytes of synthetic prose to chunk when no INPUT is given.
     #[arg(long, default_value_t = 50)]
     generate: u64,
+    /// The chunking method.
     #[arg(long, value_enum, default_value = "maxmin")]
     chunker: ChunkerKind,
     /// The model. [default: default]
@@ -830,16 +857,20 @@ struct SegmentArgs {
     /// Write here instead of stdout.
     #[arg(short, long)]
     output: Option<PathBuf>,
+    /// A document that cannot be read (a bad JSONL line or Parquet row, a bad file met in a
+    /// directory walk): skip it (listed in OUT.errors.jsonl with -o, else on stderr) or stop.
+    #[arg(long, value_enum, default_value_t = OnError::Skip)]
+    on_error: OnError,
     /// No summary line on stderr.
     #[arg(short, long)]
     quiet: bool,
 }
 
-fn target(output: Option<&PathBuf>, resume: bool) -> Target {
-    match output {
-        Some(p) => Target::File { path: p.clone(), format: OutputFormat::of_path(p), resume },
+fn target(output: Option<&PathBuf>, resume: bool) -> seamcut::Result<Target> {
+    Ok(match output {
+        Some(p) => Target::File { path: p.clone(), format: OutputFormat::for_path(p)?, resume },
         None => Target::Stdout,
-    }
+    })
 }
 
 fn run(cli: Cli) -> seamcut::Result<()> {
@@ -873,6 +904,7 @@ fn run(cli: Cli) -> seamcut::Result<()> {
                 dims: a.dims,
                 sif: (a.sif > 0.0).then_some(a.sif),
                 f16: !a.f32,
+                progress: !a.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()),
                 ..Default::default()
             };
             seamcut::distill::distill(&dir, &a.output, opts)?;
@@ -913,9 +945,9 @@ fn chunk(a: &ChunkArgs) -> seamcut::Result<()> {
     let job = CorpusJob {
         spec,
         inputs: a.input.inputs.clone(),
-        read: a.input.read_options(),
+        read: ReadOptions { meta_fields: a.meta_field.clone(), ..a.input.read_options() },
         opts,
-        target: target(a.output.as_ref(), a.resume),
+        target: target(a.output.as_ref(), a.resume)?,
     };
     let stats = job.run()?;
     if !a.run.quiet {
@@ -934,7 +966,10 @@ fn bench_chunk(a: &BenchChunkArgs) -> seamcut::Result<()> {
         inputs: a.inputs.clone(),
         read: ReadOptions::default(),
         opts,
-        target: a.output.as_ref().map_or(Target::Discard, |p| target(Some(p), false)),
+        target: match &a.output {
+            Some(p) => target(Some(p), false)?,
+            None => Target::Discard,
+        },
     };
     let stats = if a.inputs.is_empty() {
         job.run_on(seamcut::bench::synthetic_corpus(a.generate * 1_000_000, 1))?
@@ -950,15 +985,48 @@ fn bench_chunk(a: &BenchChunkArgs) -> seamcut::Result<()> {
     Ok(())
 }
 
+/// The texts of a lines file (`-`: stdin): the file must be UTF-8 text, and no line empty.
 fn read_lines(path: &str) -> seamcut::Result<String> {
-    if path == "-" {
-        let mut s = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
+    let (shown, bytes) = if path == "-" {
+        let mut b = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut b)
             .map_err(|e| seamcut::Error::Io { path: "stdin".into(), source: e })?;
-        Ok(s)
+        ("stdin".to_string(), b)
     } else {
-        std::fs::read_to_string(path).map_err(|e| seamcut::Error::Io { path: path.into(), source: e })
+        (
+            path.to_string(),
+            std::fs::read(path).map_err(|e| seamcut::Error::Io { path: path.into(), source: e })?,
+        )
+    };
+    let line_of = |offset: usize| bytes[..offset].iter().filter(|&&b| b == b'\n').count() + 1;
+    if let Some(offset) = memchr_nul(&bytes) {
+        return Err(seamcut::Error::Record {
+            path: shown,
+            line: line_of(offset),
+            message: format!("a NUL byte at byte {offset}: this looks like a binary file, not lines of text"),
+        });
     }
+    if let Err(e) = std::str::from_utf8(&bytes) {
+        let offset = e.valid_up_to();
+        return Err(seamcut::Error::Record {
+            path: shown,
+            line: line_of(offset),
+            message: format!("invalid UTF-8 at byte {offset}: the lines must be UTF-8 text"),
+        });
+    }
+    let text = String::from_utf8(bytes).unwrap_or_default();
+    if let Some(i) = text.lines().position(|l| l.trim().is_empty()) {
+        return Err(seamcut::Error::Record {
+            path: shown,
+            line: i + 1,
+            message: "an empty line: each line is one text to embed, and an empty one has no vector".into(),
+        });
+    }
+    Ok(text)
+}
+
+fn memchr_nul(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().position(|&b| b == 0)
 }
 
 fn embed(a: &EmbedArgs) -> seamcut::Result<()> {
@@ -1002,8 +1070,7 @@ fn bench_embed(
 ) -> seamcut::Result<()> {
     let model = model.load()?;
     let m = model.embedder.as_ref();
-    let raw = std::fs::read_to_string(lines)
-        .map_err(|e| seamcut::Error::Io { path: lines.to_path_buf(), source: e })?;
+    let raw = read_lines(&lines.to_string_lossy())?;
     let texts: Vec<&str> = raw.lines().collect();
     let opts = seamcut::embed::EmbedOptions { batch_tokens, ..Default::default() };
     seamcut::embed::embed_texts(m, &texts, opts)?; // warm-up
@@ -1050,7 +1117,27 @@ fn segment(a: &SegmentArgs) -> seamcut::Result<()> {
         None => Box::new(std::io::stdout()),
     };
     let mut w = JsonlWriter::new(sink);
-    let stats = segment_corpus(a.input.documents(), sizer.as_ref(), a.max_tokens, &mut w)?;
+    let mut errors = match &a.output {
+        Some(p) => {
+            let path = seamcut::pipeline::commit::errors_path(p);
+            let f = std::fs::File::create(&path)
+                .map_err(|e| seamcut::Error::Io { path: path.clone(), source: e })?;
+            Some((path, JsonlWriter::new(Box::new(f))))
+        }
+        None => None,
+    };
+    let stats = segment_corpus(
+        a.input.documents(),
+        sizer.as_ref(),
+        a.max_tokens,
+        &mut w,
+        a.on_error,
+        errors.as_mut().map(|(_, w)| w),
+    )?;
+    // No errors file for a clean run.
+    if let Some((path, _)) = errors.filter(|_| stats.totals.skipped_total() == 0) {
+        let _ = std::fs::remove_file(path);
+    }
     if !a.quiet {
         eprintln!("{}", stats.summary("sentence"));
     }
@@ -1072,6 +1159,7 @@ fn flag(setting: &str) -> String {
         "breakpoint.amount" => "--breakpoint-amount",
         "breakpoint.min_chunk_chars" => "--min-chunk-chars",
         "questions" => "--questions",
+        "output" => "-o",
         _ => "",
     };
     if !named.is_empty() {
@@ -1117,18 +1205,10 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(seamcut::Error::Write(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(seamcut::Error::Setting { setting, message }) => {
-            eprintln!("seamcut: error: {}: {message}", flag(setting));
-            ExitCode::from(2)
-        }
-        Err(seamcut::Error::InvalidUtf8 { path, offset }) => {
-            eprintln!("seamcut: error: {path}: invalid UTF-8 at byte {offset} (--lossy replaces invalid bytes with U+FFFD)");
-            ExitCode::from(1)
-        }
         Err(e) => {
-            eprintln!("seamcut: error: {e}");
+            eprintln!("seamcut: error: {}", e.render(&flag));
             match e {
-                seamcut::Error::Config(_) => ExitCode::from(2),
+                seamcut::Error::Config(_) | seamcut::Error::Setting { .. } => ExitCode::from(2),
                 _ => ExitCode::from(1),
             }
         }
@@ -1256,7 +1336,7 @@ fn plot(a: &PlotArgs) -> seamcut::Result<()> {
         std::fs::write(out, bytes).map_err(|e| seamcut::Error::Io { path: out.clone(), source: e })?;
     }
     for c in &cuts {
-        eprintln!("seamcut: {}: {} cuts", c.name, c.starts.len().saturating_sub(1));
+        eprintln!("seamcut: {}: {}", c.name, plural(c.starts.len().saturating_sub(1) as u64, "cut"));
     }
     Ok(())
 }
@@ -1273,11 +1353,11 @@ fn eval_topics(a: &TopicsArgs) -> seamcut::Result<()> {
     let base = a.spec.spec(None, a.model.as_deref())?;
     let sentences: usize = docs.iter().map(|d| d.sentence_starts.len()).sum();
     println!(
-        "{} documents, {} sentences, {} runs each, from {} sources; model {}",
-        docs.len(),
-        sentences,
-        a.runs,
-        sources.len(),
+        "{}, {}, {} each, from {}; model {}",
+        plural(docs.len() as u64, "document"),
+        plural(sentences as u64, "sentence"),
+        plural(a.runs as u64, "run"),
+        plural(sources.len() as u64, "source"),
         base.model
     );
     println!("| chunker | cap | chunks/doc | mean tokens | Pk | WindowDiff | F1 (±1) | AMI |");
@@ -1332,6 +1412,69 @@ mod tests {
                 }
             }
             None => out.push(prefix.to_string()),
+        }
+    }
+
+    /// Every command and subcommand, with its path (`eval retrieval`).
+    fn commands(c: &clap::Command, path: &str, out: &mut Vec<(String, clap::Command)>) {
+        for sub in c.get_subcommands().filter(|s| s.get_name() != "help") {
+            let p = format!("{path} {}", sub.get_name()).trim().to_string();
+            out.push((p.clone(), sub.clone()));
+            commands(sub, &p, out);
+        }
+    }
+
+    #[test]
+    fn help_is_written_for_users_and_names_only_the_commands_own_flags() {
+        let mut all = Vec::new();
+        commands(&Cli::command(), "", &mut all);
+        assert!(all.len() >= 12, "{}", all.len());
+        for (path, mut c) in all {
+            let help = c.render_long_help().to_string();
+            // Rustdoc's link syntax and module paths are for the library's docs, not a terminal.
+            for bad in ["[`", "`]", "crate::", "Self::", "super::"] {
+                assert!(!help.contains(bad), "seamcut {path} --help shows {bad:?}:\n{help}");
+            }
+            let longs: Vec<String> = c
+                .get_arguments()
+                .flat_map(|a| {
+                    let mut v: Vec<String> = a.get_long().into_iter().map(|l| format!("--{l}")).collect();
+                    v.extend(a.get_all_aliases().unwrap_or_default().into_iter().map(|l| format!("--{l}")));
+                    v
+                })
+                .chain(["--help".to_string(), "--version".to_string()])
+                .collect();
+            // Every flag the help mentions (in the text and the examples) is one of its own,
+            // except where it names another command's (`seamcut chunk --print-spec`).
+            for line in help.lines() {
+                let t = line.trim_start();
+                if t.starts_with("benches/") || t.starts_with("cat ") || t.starts_with("echo ") {
+                    continue;
+                }
+                let mut own = String::new();
+                for (i, part) in t.split("seamcut ").enumerate() {
+                    if i == 0 || part.starts_with(&path) {
+                        own.push_str(part);
+                        own.push(' ');
+                    }
+                }
+                for w in own.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-')) {
+                    if w.starts_with("--") && w.len() > 2 && w.as_bytes()[2].is_ascii_alphabetic() {
+                        assert!(
+                            longs.iter().any(|l| l == w),
+                            "seamcut {path} --help mentions {w}, which it does not take:\n{line}"
+                        );
+                    }
+                }
+            }
+            // Every argument says what it is for.
+            for a in c.get_arguments().filter(|a| !["help", "version"].contains(&a.get_id().as_str())) {
+                assert!(
+                    a.get_help().is_some() || a.get_long_help().is_some(),
+                    "seamcut {path}: {} has no description",
+                    a.get_id()
+                );
+            }
         }
     }
 

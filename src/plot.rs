@@ -187,7 +187,11 @@ pub fn document(
         )),
         None => None,
     };
-    let title = format!("{title} — {} sentences, {}", texts.len(), model.embedder.describe());
+    let title = format!(
+        "{title} — {}, {}",
+        crate::pipeline::plural(texts.len() as u64, "sentence"),
+        model.embedder.describe()
+    );
     Ok((svg(&title, &sims, &cuts, threshold), cuts))
 }
 

@@ -139,7 +139,7 @@ impl Default for ChunkerSpec {
 #[serde(rename_all = "kebab-case")]
 pub enum UnitKind {
     /// Whole paragraphs; a paragraph over the cap or the model's window falls back to its
-    /// sentences (see [`Splitter::Paragraphs`] for why this is the default).
+    /// sentences (the default: a cut never falls inside a paragraph that fits).
     #[default]
     Paragraphs,
     /// seamcut's sentence segmenter.
@@ -156,9 +156,8 @@ pub enum UnitVectors {
     /// Each unit embedded on its own, its text alone in the model's window.
     #[default]
     Independent,
-    /// Each unit pooled from the token states of its document's late pass
-    /// ([`crate::embed::late`]): one encoder pass gives the rules' unit vectors and the index's
-    /// chunk vectors.
+    /// Each unit pooled from the token states of its document's late pass: one encoder pass
+    /// gives the rules' unit vectors and the index's chunk vectors.
     Late,
 }
 
@@ -378,6 +377,51 @@ auto_or_number!(HardThr, f64);
 auto_or_number!(TargetTokens, usize);
 auto_or_number!(LateTokens, usize);
 
+/// A spec from JSON, a bad value named by its field and said in words:
+/// `max_tokens: expected a whole number (0 or more), got the string "x"`, not serde's
+/// `invalid type: string "x", expected usize`.
+///
+/// # Errors
+/// The message, as above.
+pub fn from_value(v: serde_json::Value) -> std::result::Result<ChunkerSpec, String> {
+    serde_path_to_error::deserialize(v).map_err(|e| {
+        let path = e.path().to_string();
+        let message = in_words(&e.inner().to_string());
+        if path.is_empty() || path == "." {
+            message
+        } else {
+            format!("{path}: {message}")
+        }
+    })
+}
+
+/// serde's message with Rust's type names said as a user would.
+pub(crate) fn in_words(m: &str) -> String {
+    let rest = m.strip_prefix("invalid type: ").or_else(|| m.strip_prefix("invalid value: "));
+    if let Some((got, expected)) = rest.and_then(|r| r.rsplit_once(", expected ")) {
+        let expected = match expected {
+            "usize" | "u64" | "u32" | "u16" | "u8" => "a whole number (0 or more)",
+            "isize" | "i64" | "i32" => "a whole number",
+            "f64" | "f32" => "a number",
+            e => e,
+        };
+        let got = got.replace('`', "");
+        let got = match got.as_str() {
+            "map" => "an object".to_string(),
+            "sequence" => "a list".to_string(),
+            g if ["string ", "integer ", "floating point ", "boolean "].iter().any(|p| g.starts_with(p)) => {
+                format!("the {g}")
+            }
+            g => g.to_string(),
+        };
+        return format!("expected {expected}, got {got}");
+    }
+    if m.starts_with("data did not match any variant of untagged enum") {
+        return "expected a number or \"auto\"".into();
+    }
+    m.to_string()
+}
+
 impl ChunkerSpec {
     /// A spec for `chunker` with every other field at its default.
     #[must_use]
@@ -391,8 +435,17 @@ impl ChunkerSpec {
     /// If the file cannot be read or is not a valid spec.
     pub fn from_file(path: &std::path::Path) -> Result<Self> {
         let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-        serde_json::from_str(&text)
-            .map_err(|e| Error::Config(format!("{}: not a valid chunker spec: {e}", path.display())))
+        let bad = |e: &dyn std::fmt::Display| {
+            Error::Config(format!("{}: not a valid chunker spec: {e}", path.display()))
+        };
+        // The same forms a request's or Python's parameters take: nested sections, or a
+        // chunker's own settings flat (`"hard_thr": 0.5`).
+        let params: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(&text).map_err(|e| bad(&e))?;
+        Self::from_params(params).map_err(|e| match e {
+            Error::Config(m) => bad(&m.trim_start_matches("invalid chunker parameters: ")),
+            e => e,
+        })
     }
 
     /// A spec from flat keyword parameters, as the Python bindings take them
@@ -482,7 +535,7 @@ impl ChunkerSpec {
                 o.insert(f, v);
             }
         }
-        serde_json::from_value(Value::Object(spec)).map_err(bad)
+        from_value(Value::Object(spec)).map_err(|e| Error::Config(format!("invalid chunker parameters: {e}")))
     }
 
     /// The spec as pretty JSON (what `--print-spec` prints and `--spec` reads).

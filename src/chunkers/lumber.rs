@@ -39,7 +39,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
-use super::batch::UnitBatch;
+use super::batch::{ChunkVectors, DocChunks, Pending, UnitBatch};
 use super::semantic::{exact_chunks, unit_cap, unit_texts, ModelErrorPolicy};
 use super::units::{paragraph_units, Units};
 use super::{ChunkOptions, Chunker, ChunkerKind};
@@ -231,10 +231,28 @@ impl Chunker for LumberChunker {
         self.chunk_batch(&[text]).pop().unwrap_or_else(|| Ok(Vec::new()))
     }
 
+    fn chunk_batch(&self, texts: &[&str]) -> Vec<Result<Vec<ChunkSpan>>> {
+        self.chunk_docs(texts).into_iter().map(|r| r.map(|d| d.spans)).collect()
+    }
+
+    fn prepare_batch<'c>(&'c self, texts: &[&str], vectors: ChunkVectors) -> Pending<'c> {
+        let _ = vectors;
+        Pending::done(self.chunk_docs(texts))
+    }
+
+    fn llm_cost(&self) -> Option<LlmCost> {
+        let mut c = self.llm.cost();
+        c.documents_by_sentences = self.fallbacks.load(Ordering::Relaxed);
+        Some(c)
+    }
+}
+
+impl LumberChunker {
     /// Units of every document (in parallel), one embedding pass over all of them (guided:
     /// the batch path's [`UnitBatch`], with its recovery when the pass fails), then the
-    /// documents' LLM loops, as many at once as the backend takes requests.
-    fn chunk_batch(&self, texts: &[&str]) -> Vec<Result<Vec<ChunkSpan>>> {
+    /// documents' LLM loops, as many at once as the backend takes requests. A document whose
+    /// requests fail gets the model-error policy, with its reason kept for the errors list.
+    fn chunk_docs(&self, texts: &[&str]) -> Vec<Result<DocChunks>> {
         use rayon::prelude::*;
         let (batch, units, vectors) = match &self.guide {
             Some(g) => {
@@ -248,7 +266,7 @@ impl Chunker for LumberChunker {
             }
             None => (None, texts.par_iter().map(|t| self.units(t)).collect(), Ok(Vec::new())),
         };
-        let results: Mutex<Vec<Option<Result<Vec<ChunkSpan>>>>> =
+        let results: Mutex<Vec<Option<Result<DocChunks>>>> =
             Mutex::new((0..texts.len()).map(|_| None).collect());
         let next = AtomicUsize::new(0);
         let work = || loop {
@@ -262,7 +280,9 @@ impl Chunker for LumberChunker {
                     .and_then(|v| self.chunk_units(texts[i], &b.units[i], Some(&v))),
                 _ => self.chunk_units(texts[i], &units[i], None),
             };
-            let r = r.or_else(|e| self.policy.apply(texts[i], e, &self.sizer, self.opts, &self.fallbacks));
+            let r = r
+                .map(DocChunks::spans)
+                .or_else(|e| self.policy.apply(texts[i], e, &self.sizer, self.opts, &self.fallbacks));
             if let Ok(mut res) = results.lock() {
                 res[i] = Some(r);
             }
@@ -280,12 +300,6 @@ impl Chunker for LumberChunker {
             .into_iter()
             .map(|r| r.unwrap_or_else(|| Err(crate::Error::Internal("a document was not chunked".into()))))
             .collect()
-    }
-
-    fn llm_cost(&self) -> Option<LlmCost> {
-        let mut c = self.llm.cost();
-        c.documents_by_sentences = self.fallbacks.load(Ordering::Relaxed);
-        Some(c)
     }
 }
 

@@ -71,11 +71,16 @@ impl ChunkOptions {
         if !self.cap.admits(self.min_tokens) {
             return Err(Error::setting(
                 "min_tokens",
-                format!("{} is larger than the cap, max_tokens {}", self.min_tokens, self.cap),
+                format!(
+                    "{} is larger than the cap, {} {}",
+                    self.min_tokens,
+                    crate::error::named("max_tokens"),
+                    self.cap
+                ),
             ));
         }
         if kind == ChunkerKind::Fixed && self.cap.is_none() {
-            return Err(Error::setting("max_tokens", "the fixed chunker needs a cap (max_tokens > 0)"));
+            return Err(Error::setting("max_tokens", "the fixed chunker needs a cap (a value above 0)"));
         }
         Ok(())
     }
@@ -86,7 +91,7 @@ impl ChunkOptions {
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum ChunkerKind {
-    /// Fixed windows of `max_tokens` tokens.
+    /// Runs of exactly the cap's number of tokens, cut even inside a word.
     Fixed,
     /// Recursive separators: paragraph → line → sentence → word → token.
     Recursive,
@@ -102,13 +107,13 @@ pub enum ChunkerKind {
     /// Breakpoints on neighbour distances (LangChain/LlamaIndex SemanticChunker).
     Breakpoint,
     /// Every cut at once: the segmentation that maximises within-chunk coherence under the
-    /// cap, at the mean chunk size asked for (seamcut's own, [`crate::rules::global`]).
+    /// cap, at the mean chunk size asked for (seamcut's own rule).
     Global,
     /// LumberChunker (Duarte et al. 2024): an LLM picks where content shifts in each group
-    /// of paragraphs ([`lumber`]).
+    /// of paragraphs.
     Lumber,
     /// LumberChunker guided by the embedding band: the LLM judges the band's weakest seams,
-    /// many per request ([`lumber`]).
+    /// many per request.
     LumberGuided,
 }
 

@@ -16,7 +16,7 @@ use rayon::prelude::*;
 
 use std::borrow::Cow;
 
-use super::batch::{ChunkVectors, DeviceTime, DocChunks, Pending, UnitBatch};
+use super::batch::{ChunkVectors, DeviceTime, DocChunks, Pending, StagedBatch, UnitBatch};
 use super::pack::fill_sentence_counts;
 use super::units::{paragraph_units, paragraph_units_ids, sentence_units, spans_to_units, UnitIds, Units};
 use super::{ChunkOptions, Chunker, ChunkerKind};
@@ -55,21 +55,26 @@ pub enum WindowMode {
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum ModelErrorPolicy {
+    /// As `Sentence`, except that an LLM server that cannot be reached at all (no request to
+    /// it answered: a wrong URL, a server not started) ends the job with that error, rather
+    /// than chunk every document by the fallback.
+    #[default]
+    Auto,
     /// Chunk it by sentence packing under the same cap and minimum, so no text is lost;
     /// jobs count and list such documents.
-    #[default]
     Sentence,
-    /// Report the error for that document (a corpus job then skips or stops, as
-    /// `--on-error` says).
+    /// Report the error for that document (a corpus job then skips it or stops, as its
+    /// error setting says).
     Fail,
 }
 
 impl ModelErrorPolicy {
     /// What a document whose model pass failed with `err` gets: sentence packing under the
-    /// chunker's sizer and options (counted in `fallbacks`), or the error back.
+    /// chunker's sizer and options (counted in `fallbacks`; the reason in
+    /// [`DocChunks::fallback`]), or the error back.
     ///
     /// # Errors
-    /// `err`, under [`ModelErrorPolicy::Fail`].
+    /// `err`, under [`ModelErrorPolicy::Fail`], and under `Auto` for an unreachable LLM server.
     pub fn apply(
         self,
         text: &str,
@@ -77,12 +82,13 @@ impl ModelErrorPolicy {
         sizer: &Arc<dyn Sizer>,
         opts: ChunkOptions,
         fallbacks: &std::sync::atomic::AtomicU64,
-    ) -> crate::Result<Vec<ChunkSpan>> {
-        match self {
-            Self::Fail => Err(err),
-            Self::Sentence => {
+    ) -> crate::Result<DocChunks> {
+        match (self, &err) {
+            (Self::Fail, _) | (Self::Auto, crate::Error::LlmUnreachable(_)) => Err(err),
+            (Self::Auto | Self::Sentence, _) => {
                 fallbacks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                Ok(super::sentence::SentenceChunker::new(sizer.clone(), opts).spans(text))
+                let spans = super::sentence::SentenceChunker::new(sizer.clone(), opts).spans(text);
+                Ok(DocChunks { fallback: Some(err.to_string()), ..DocChunks::spans(spans) })
             }
         }
     }
@@ -199,11 +205,7 @@ pub struct SemanticChunks {
     pub unit_ranges: Vec<std::ops::Range<usize>>,
 }
 
-/// The text of each unit, trimmed: what stage 3 embeds.
-#[must_use]
-pub fn unit_texts<'t>(text: &'t str, units: &Units) -> Vec<&'t str> {
-    units.spans.iter().map(|s| trim(text, *s).text(text)).collect()
-}
+pub use super::units::unit_texts;
 
 /// Chunks from chunk starts over `units`, with exact token counts: the sum of a chunk's
 /// units' counts where the sizer adds up across the chunk's unit boundaries (each right
@@ -570,12 +572,12 @@ impl SemanticChunker {
     }
 
     /// The chunks a document gets when its model pass failed with `err`: sentence packing
-    /// under the same cap and minimum ([`ModelErrorPolicy::Sentence`]), or the error back
-    /// ([`ModelErrorPolicy::Fail`]).
+    /// under the same cap and minimum, with the reason ([`ModelErrorPolicy::apply`]), or the
+    /// error back.
     ///
     /// # Errors
     /// `err`, under [`ModelErrorPolicy::Fail`].
-    pub fn fallback(&self, text: &str, err: crate::Error) -> crate::Result<Vec<ChunkSpan>> {
+    pub fn fallback(&self, text: &str, err: crate::Error) -> crate::Result<DocChunks> {
         self.policy.apply(text, err, &self.sizer, self.opts, &self.fallbacks)
     }
 
@@ -737,11 +739,7 @@ impl SemanticChunker {
                     };
                     Ok(DocChunks { spans: c.spans, vectors, fallback: None })
                 })();
-                chunked.or_else(|e| {
-                    let why = e.to_string();
-                    self.fallback(text, e)
-                        .map(|spans| DocChunks { fallback: Some(why), ..DocChunks::spans(spans) })
-                })
+                chunked.or_else(|e| self.fallback(text, e))
             })
             .collect()
     }
@@ -764,6 +762,26 @@ impl SemanticBatch {
     #[must_use]
     pub fn units(&self) -> usize {
         self.units.total_units()
+    }
+}
+
+/// An embedding chunker's batch with the chunker, for the batch path.
+struct Staged<'c> {
+    chunker: &'c SemanticChunker,
+    batch: SemanticBatch,
+}
+
+impl StagedBatch for Staged<'_> {
+    fn embed(&mut self) -> DeviceTime {
+        self.chunker.embed_batch(&mut self.batch)
+    }
+
+    fn units(&self) -> usize {
+        self.batch.units()
+    }
+
+    fn finish(self: Box<Self>, texts: &[&str]) -> Vec<crate::Result<DocChunks>> {
+        self.chunker.finish_batch(texts, self.batch)
     }
 }
 
@@ -791,7 +809,7 @@ impl Chunker for SemanticChunker {
     }
 
     fn prepare_batch<'c>(&'c self, texts: &[&str], vectors: ChunkVectors) -> Pending<'c> {
-        Pending::semantic(self, self.prepare(texts, vectors))
+        Pending::staged(Box::new(Staged { chunker: self, batch: self.prepare(texts, vectors) }))
     }
 
     fn chunk_batch(&self, texts: &[&str]) -> Vec<crate::Result<Vec<ChunkSpan>>> {

@@ -203,6 +203,8 @@ impl BertEmbedder {
             1 => (ids.clone(), vec![]),
             _ => (ids[..1].to_vec(), ids[1..].to_vec()),
         };
+        // The window as a user counts it: the text's tokens, less the special tokens.
+        let text_tokens = max_tokens.saturating_sub(pre.len() + post.len());
         Ok(Self {
             encoder,
             tokenizer: TextTokenizer::new(tokenizer),
@@ -213,7 +215,7 @@ impl BertEmbedder {
             pre,
             post,
             name: format!(
-                "{} ({kind}, {:?} pooling, window {max_tokens}, {})",
+                "{} ({kind}, {:?} pooling, window {text_tokens} tokens of text, {})",
                 dir.display(),
                 pooling,
                 compute.describe()

@@ -154,7 +154,8 @@ pub trait Embedder: Send + Sync {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum LongInput {
-    /// Keep the first window (as sentence-transformers does); counted in [`EmbedStats`].
+    /// Keep the first window (as sentence-transformers does); such texts are counted in the
+    /// summary.
     #[default]
     Truncate,
     /// Embed every window and average the vectors, weighted by tokens, then normalise.

@@ -43,7 +43,8 @@ impl GgufChat {
             Error::setting(
                 "llm.model",
                 format!(
-                    "{shown}: {e} (without llm.url the model is a GGUF file run in-process; models/fetch-gemma.sh fetches a small one)"
+                    "{shown}: {e} (without {} the model is a GGUF file run in-process; models/fetch-gemma.sh fetches a small one)",
+                    crate::error::named("llm.url")
                 ),
             )
         })?;
@@ -57,7 +58,10 @@ impl GgufChat {
         if !arch.starts_with("gemma") {
             return Err(Error::model(
                 &shown,
-                format!("architecture {arch:?} is not supported in-process (Gemma only); serve it with llama.cpp or vLLM and give its llm.url"),
+                format!(
+                    "architecture {arch:?} is not supported in-process (Gemma only); serve it with llama.cpp or vLLM and give its {}",
+                    crate::error::named("llm.url")
+                ),
             ));
         }
         let tokenizer = SpmTokenizer::from_gguf(&ct).map_err(|e| Error::model(&shown, e))?;

@@ -4,9 +4,11 @@
 //! The request body is `{"model", "messages", "temperature"}` plus `max_tokens` only when set,
 //! so a server receives exactly what the LumberChunker code sends. 429, 5xx, timeouts and
 //! dropped connections are retried with exponential backoff (a `Retry-After` header in
-//! seconds is honoured, up to a minute); other 4xx are errors at once.
+//! seconds is honoured, up to a minute); other 4xx are errors at once. A server that no
+//! request has reached yet and that refuses connections (or whose name does not resolve)
+//! after the retries is [`Error::LlmUnreachable`]: the job's problem, not a document's.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -24,6 +26,23 @@ pub struct OpenAiChat {
     backoff: Duration,
     concurrency: usize,
     retried: AtomicU64,
+    /// Whether any request has reached the server.
+    reached: AtomicBool,
+}
+
+/// A failed attempt: whether to retry it, what happened, how long the server asked to wait,
+/// and whether the connection itself failed (refused, or the host not found).
+struct Failure {
+    transient: bool,
+    message: String,
+    wait: Option<Duration>,
+    no_connection: bool,
+}
+
+impl Failure {
+    fn new(transient: bool, message: String) -> Self {
+        Self { transient, message, wait: None, no_connection: false }
+    }
 }
 
 #[derive(Deserialize)]
@@ -84,6 +103,7 @@ impl OpenAiChat {
             backoff: Duration::from_millis(spec.backoff_ms),
             concurrency: spec.concurrency.max(1),
             retried: AtomicU64::new(0),
+            reached: AtomicBool::new(false),
         })
     }
 
@@ -101,21 +121,23 @@ impl OpenAiChat {
         body
     }
 
-    fn once(&self, body: &serde_json::Value) -> std::result::Result<Reply, (bool, String, Option<Duration>)> {
+    fn once(&self, body: &serde_json::Value) -> std::result::Result<Reply, Failure> {
         let mut r = self.agent.post(&self.url).set("Content-Type", "application/json");
         if let Some(k) = &self.key {
             r = r.set("Authorization", &format!("Bearer {k}"));
         }
         match r.send_string(&body.to_string()) {
             Ok(resp) => {
-                let text =
-                    resp.into_string().map_err(|e| (true, format!("reading the response: {e}"), None))?;
+                self.reached.store(true, Ordering::Relaxed);
+                let text = resp
+                    .into_string()
+                    .map_err(|e| Failure::new(true, format!("reading the response: {e}")))?;
                 let parsed: Response = serde_json::from_str(&text).map_err(|e| {
-                    (false, format!("not a chat-completions response ({e}): {}", excerpt(&text)), None)
+                    Failure::new(false, format!("not a chat-completions response ({e}): {}", excerpt(&text)))
                 })?;
                 let content =
                     parsed.choices.into_iter().next().and_then(|c| c.message.content).ok_or_else(|| {
-                        (false, format!("no message in the response: {}", excerpt(&text)), None)
+                        Failure::new(false, format!("no message in the response: {}", excerpt(&text)))
                     })?;
                 let usage = parsed.usage.unwrap_or_default();
                 Ok(Reply {
@@ -125,15 +147,20 @@ impl OpenAiChat {
                 })
             }
             Err(ureq::Error::Status(code, resp)) => {
+                self.reached.store(true, Ordering::Relaxed);
                 let wait = resp
                     .header("Retry-After")
                     .and_then(|v| v.trim().parse::<f64>().ok())
                     .map(|s| Duration::from_secs_f64(s.clamp(0.0, 60.0)));
                 let body = resp.into_string().unwrap_or_default();
                 let transient = code == 429 || code >= 500;
-                Err((transient, format!("HTTP {code}: {}", excerpt(&body)), wait))
+                Err(Failure { wait, ..Failure::new(transient, format!("HTTP {code}: {}", excerpt(&body))) })
             }
-            Err(e) => Err((true, e.to_string(), None)),
+            Err(e) => {
+                let no_connection =
+                    matches!(e.kind(), ureq::ErrorKind::ConnectionFailed | ureq::ErrorKind::Dns);
+                Err(Failure { no_connection, ..Failure::new(true, e.to_string()) })
+            }
         }
     }
 }
@@ -153,10 +180,19 @@ impl LlmBackend for OpenAiChat {
         loop {
             match self.once(&body) {
                 Ok(r) => return Ok(r),
-                Err((transient, msg, wait)) => {
+                Err(Failure { transient, message: msg, wait, no_connection }) => {
                     if !transient || attempt >= self.retries {
-                        let tries =
-                            if transient { format!(" after {} retries", attempt) } else { String::new() };
+                        let tries = if transient {
+                            format!(" after {}", crate::pipeline::plural(u64::from(attempt), "retry"))
+                        } else {
+                            String::new()
+                        };
+                        if no_connection && !self.reached.load(Ordering::Relaxed) {
+                            return Err(Error::LlmUnreachable(format!(
+                                "{}{tries}: {msg} (is the server running at that URL?)",
+                                self.url
+                            )));
+                        }
                         return Err(Error::Llm(format!("{}{tries}: {msg}", self.url)));
                     }
                     let backoff =

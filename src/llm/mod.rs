@@ -328,7 +328,10 @@ impl LlmSpec {
         if self.model.is_empty() {
             return Err(Error::setting(
                 "llm.model",
-                "the LLM chunkers need one: a model name with llm.url (an OpenAI-compatible server), or a GGUF file (run in-process)",
+                format!(
+                    "the LLM chunkers need one: a model name with {} (an OpenAI-compatible server), or a GGUF file (run in-process)",
+                    crate::error::named("llm.url")
+                ),
             ));
         }
         if !(0.0..=2.0).contains(&self.temperature) || self.timeout_s.is_nan() || self.timeout_s <= 0.0 {

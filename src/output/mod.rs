@@ -73,12 +73,27 @@ pub enum OutputFormat {
 }
 
 impl OutputFormat {
-    /// By the output file's extension: `.parquet` is Parquet, anything else JSONL.
-    #[must_use]
-    pub fn of_path(path: &std::path::Path) -> Self {
-        match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
-            Some("parquet") => Self::Parquet,
-            _ => Self::Jsonl,
+    /// By the output file's name: `.parquet` is Parquet; anything else JSONL, compressed as
+    /// `.gz` or `.zst` says (the job writes what the name says).
+    ///
+    /// # Errors
+    /// A name it cannot write as it says: a compressed Parquet name (`x.parquet.gz`: Parquet
+    /// compresses its own columns), or a compression other than gzip and zstd (`.bz2`, `.xz`).
+    pub fn for_path(path: &std::path::Path) -> Result<Self> {
+        use crate::corpus::{classify, Compression};
+        let (compression, ext) = classify(path);
+        let shown = path.display();
+        match (compression, ext.as_deref()) {
+            (Compression::None, Some("parquet")) => Ok(Self::Parquet),
+            (_, Some("parquet")) => Err(Error::Config(format!(
+                "{shown}: Parquet compresses its own columns (zstd); name the output .parquet"
+            ))),
+            (Compression::None, Some(e @ ("bz2" | "xz" | "lz4" | "zip" | "7z" | "br" | "lzma"))) => {
+                Err(Error::Config(format!(
+                    "{shown}: seamcut does not write .{e} files; JSONL output is written plain, or compressed as .gz or .zst"
+                )))
+            }
+            _ => Ok(Self::Jsonl),
         }
     }
 

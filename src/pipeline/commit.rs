@@ -125,17 +125,22 @@ pub fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(s)
 }
 
-/// Where a job writing `out` lists its skipped documents: `out` with its extension
-/// replaced by `errors.jsonl`.
+/// Where a job writing `out` lists its skipped and fallback documents: `out`'s whole name
+/// with `.errors.jsonl` after it (`out.jsonl.errors.jsonl`), so that jobs writing
+/// `out.jsonl` and `out.parquet` keep their own lists.
 #[must_use]
 pub fn errors_path(out: &Path) -> PathBuf {
-    out.with_extension("errors.jsonl")
+    with_suffix(out, ".errors.jsonl")
 }
 
-/// Where a JSONL job writing `out` puts its chunk embeddings: `out` with `.npy`.
+/// Where a JSONL job writing `out` puts its chunk embeddings: `out` with `.npy` in place of
+/// its extension and any compression's (`out.jsonl.zst` → `out.npy`).
 #[must_use]
 pub fn npy_path(out: &Path) -> PathBuf {
-    out.with_extension("npy")
+    match crate::corpus::classify(out).0 {
+        crate::corpus::Compression::None => out.with_extension("npy"),
+        _ => out.with_extension("").with_extension("npy"),
+    }
 }
 
 impl Committer {
@@ -163,8 +168,9 @@ impl Committer {
         let manifest = if dir.is_dir() {
             if !resume {
                 return Err(Error::Config(format!(
-                    "{} holds an interrupted job's output: resume it (the same job with resume on), or delete the folder",
-                    dir.display()
+                    "{} holds an interrupted job's output: resume it (the same job with {}), or delete the folder",
+                    dir.display(),
+                    crate::error::named("resume")
                 )));
             }
             match std::fs::read(dir.join(MANIFEST)) {
@@ -297,7 +303,10 @@ impl Committer {
         let parts: Vec<u64> = (0..self.manifest.parts).collect();
         let data: Vec<PathBuf> = parts.iter().map(|&i| self.part_path(i, self.data_ext())).collect();
         match self.format {
-            OutputFormat::Jsonl => concat(&data, &self.out, &[])?,
+            OutputFormat::Jsonl => match crate::corpus::classify(&self.out).0 {
+                crate::corpus::Compression::None => concat(&data, &self.out, &[])?,
+                c => concat_compressed(&data, &self.out, c)?,
+            },
             OutputFormat::Parquet => {
                 let tmp = tmp_name(&self.out);
                 let f = Synced(create(&tmp)?);
@@ -332,6 +341,32 @@ impl Committer {
         sync_dir(parent)?;
         std::fs::remove_dir_all(&done).map_err(io(&done))
     }
+}
+
+/// `files` concatenated into `out` through `compression`'s encoder (the parts stay plain, so
+/// resuming works as for a plain output; the output is one gzip member or zstd frame).
+fn concat_compressed(files: &[PathBuf], out: &Path, compression: crate::corpus::Compression) -> Result<()> {
+    use crate::corpus::Compression;
+    let tmp = tmp_name(out);
+    let file = create(&tmp)?;
+    let copy = |w: &mut dyn Write| -> std::io::Result<()> {
+        for f in files {
+            std::io::copy(&mut std::fs::File::open(f)?, w)?;
+        }
+        Ok(())
+    };
+    let file = match compression {
+        Compression::Gzip => {
+            let mut w = flate2::write::GzEncoder::new(file, flate2::Compression::default());
+            copy(&mut w).and_then(|()| w.finish())
+        }
+        // Level 3, zstd's default: about gzip's ratio at several times its speed.
+        Compression::Zstd | Compression::None => zstd::stream::write::Encoder::new(file, 3)
+            .and_then(|mut w| copy(&mut w).and_then(|()| w.finish())),
+    }
+    .map_err(io(&tmp))?;
+    file.sync_all().map_err(io(&tmp))?;
+    std::fs::rename(&tmp, out).map_err(io(out))
 }
 
 /// Write `head` then the files' bytes, in order, to `out` (through a temporary file).

@@ -50,7 +50,8 @@ pub enum OnError {
     /// List it (with its location and why) in the errors file and go on.
     #[default]
     Skip,
-    /// Stop the job with its error; committed output stays, for `--resume`.
+    /// Stop the job with its error; the output committed so far stays, so that the job can
+    /// be resumed.
     Stop,
 }
 
@@ -62,17 +63,18 @@ pub enum EmbeddingMode {
     /// The re-normalised mean of the chunk's unit vectors (embedding chunkers; no extra model
     /// work).
     Mean,
-    /// The chunk's text embedded again (texts past the model's window as `long` says).
+    /// The chunk's text embedded again (a text past the model's window truncated, or averaged
+    /// over windows: the long-input setting).
     Reembed,
     /// `mean` for an embedding chunker, `reembed` for a baseline.
     Auto,
-    /// Each chunk pooled from its tokens' states in a late pass over its whole document
-    /// ([`crate::embed::late`]): a vector that carries its document's context. Any chunker; an
-    /// embedding chunker with late unit vectors gives them from the pass that found its seams.
+    /// Each chunk pooled from its tokens' states in a late pass over its whole document: a
+    /// vector that carries its document's context. Any chunker; an embedding chunker with late
+    /// unit vectors gives them from the pass that found its seams.
     Late,
-    /// The normalised sum of `late` and `reembed` (with the context in front under
-    /// `context_prefix`): what the chunk says on its own and within its document; on the
-    /// broad benchmark the strongest dense vectors (`benches/RESULTS.md`).
+    /// The normalised sum of `late` and `reembed` (the text with its context in front, under
+    /// the context prefix): what the chunk says on its own and within its document; on the
+    /// broad benchmark the strongest dense vectors (benches/RESULTS.md).
     Blend,
 }
 
@@ -101,7 +103,12 @@ impl Shard {
     /// # Errors
     /// On anything else.
     pub fn parse(s: &str) -> Result<Self> {
-        let bad = || Error::setting("shard", format!("{s:?}: expected I/N with 0 <= I < N"));
+        let bad = || {
+            Error::setting(
+                "shard",
+                format!("{s:?}: expected I/N with 0 <= I < N (0-based: 16 shards are 0/16 to 15/16)"),
+            )
+        };
         let (i, n) = s.split_once('/').ok_or_else(bad)?;
         let (index, count): (u64, u64) =
             (i.trim().parse().map_err(|_| bad())?, n.trim().parse().map_err(|_| bad())?);
@@ -240,6 +247,8 @@ pub struct JobStats {
     pub fallback_examples: Vec<String>,
     /// The chunker's settings line (`Chunker::describe`).
     pub chunker: String,
+    /// Files met in directory walks and passed over: not of a kind the inputs take.
+    pub passed_over: u64,
     /// What this job's LLM requests cost (LLM chunkers).
     pub llm: Option<crate::llm::LlmCost>,
 }
@@ -278,12 +287,23 @@ impl JobStats {
             ));
         }
         if t.skipped_total() > 0 {
-            let kinds: Vec<String> = t.skipped.iter().map(|(k, n)| format!("{n} {k}")).collect();
+            let kinds: Vec<String> = t
+                .skipped
+                .iter()
+                .map(|(k, n)| if k.ends_with("record") { plural(*n, k) } else { format!("{n} {k}") })
+                .collect();
             s.push_str(&format!(
                 "; skipped {} ({}): {}",
                 plural(t.skipped_total(), "document"),
                 kinds.join(", "),
                 self.skipped_examples.join("; ")
+            ));
+        }
+        if self.passed_over > 0 {
+            s.push_str(&format!(
+                "; passed over {} in directories (not {})",
+                plural(self.passed_over, "file"),
+                crate::corpus::WALKED_KINDS
             ));
         }
         if !self.chunker.is_empty() {
@@ -311,6 +331,11 @@ pub fn plural(n: u64, word: &str) -> String {
         format!("1 {word}")
     } else if ["ch", "sh", "s", "x"].iter().any(|e| word.ends_with(e)) {
         format!("{n} {word}es")
+    } else if word.ends_with('y')
+        && !matches!(word.chars().rev().nth(1), Some('a' | 'e' | 'i' | 'o' | 'u') | None)
+    {
+        // retry → retries, batch of a query → queries; day → days.
+        format!("{n} {}ies", &word[..word.len() - 1])
     } else {
         format!("{n} {word}s")
     }
@@ -439,7 +464,10 @@ impl CorpusJob {
             opts.total_bytes = crate::corpus::total_bytes(&inputs, self.read.format);
         }
         let job = Job { chunker, embedder, fingerprint: self.fingerprint(), opts };
-        chunk_corpus(docs, &job, &self.target)
+        let mut stats = chunk_corpus(docs, &job, &self.target)?;
+        let inputs: Vec<Input> = self.inputs.iter().map(|s| Input::parse(s)).collect();
+        stats.passed_over = crate::corpus::passed_over(&inputs, self.read.format);
+        Ok(stats)
     }
 }
 
@@ -465,25 +493,49 @@ pub fn set_threads(n: usize) -> Result<()> {
     Ok(())
 }
 
-/// Write the sentence units the engine uses (trimmed, cut at `cap`), one per line.
+/// Write the sentence units the engine uses (trimmed, cut at `cap`), one per line. A bad
+/// document (a JSONL line or Parquet row that is not valid, a bad file met in a directory
+/// walk) is skipped as a corpus job skips it: counted, and listed in `errors` (one JSON
+/// object a line, as a job's errors file) or, without, on stderr; `on_error` stop stops.
 ///
 /// # Errors
-/// On the first unreadable input, or a failing writer.
+/// On an unreadable input named explicitly, a bad document under [`OnError::Stop`], or a
+/// failing writer.
 pub fn segment_corpus(
     docs: impl Iterator<Item = Result<Document>>,
     sizer: &dyn Sizer,
     cap: Cap,
     writer: &mut JsonlWriter,
+    on_error: OnError,
+    mut errors: Option<&mut JsonlWriter>,
 ) -> Result<JobStats> {
     let t0 = Instant::now();
     let segmenter = Segmenter::default();
     let mut totals = Totals::default();
     let mut batch = Vec::new();
     let mut bytes = 0;
+    let mut skipped_examples = Vec::new();
     let mut docs = docs.peekable();
     while docs.peek().is_some() {
         while let Some(d) = docs.next_if(|_| bytes < DEFAULT_BATCH_BYTES) {
-            let d = d?;
+            let d = match d {
+                Ok(d) => d,
+                Err(e) if e.is_per_document() && on_error == OnError::Skip => {
+                    *totals.skipped.entry(e.kind().to_string()).or_default() += 1;
+                    if skipped_examples.len() < 10 {
+                        skipped_examples.push(e.to_string());
+                    }
+                    let rec =
+                        serde_json::json!({"kind": e.kind(), "error": e.to_string(), "action": "skipped"});
+                    match errors.as_deref_mut() {
+                        Some(w) => w.write(&rec)?,
+                        None => eprintln!("seamcut: skipped {e}"),
+                    }
+                    continue;
+                }
+                Err(e) if e.is_per_document() => return Err(Error::Stopped(Box::new(e))),
+                Err(e) => return Err(e),
+            };
             bytes += d.text.len();
             batch.push(d);
         }
@@ -517,7 +569,16 @@ pub fn segment_corpus(
         bytes = 0;
     }
     writer.flush()?;
-    Ok(JobStats { totals, seconds: t0.elapsed().as_secs_f64(), peak_rss: peak_rss(), ..JobStats::default() })
+    if let Some(w) = errors {
+        w.flush()?;
+    }
+    Ok(JobStats {
+        totals,
+        seconds: t0.elapsed().as_secs_f64(),
+        peak_rss: peak_rss(),
+        skipped_examples,
+        ..JobStats::default()
+    })
 }
 
 #[cfg(test)]

@@ -94,7 +94,10 @@ impl<'a> Writer<'a> {
                 Self::Commit(Committer::open(path, *format, columns, job.fingerprint.clone(), *resume)?)
             }
             Target::Stdout if dim.is_some() => {
-                return Err(Error::setting("embeddings", "needs an output file (-o)"));
+                return Err(Error::setting(
+                    "embeddings",
+                    format!("needs an output file ({})", crate::error::named("output")),
+                ));
             }
             Target::Stdout => Self::Stream(JsonlSink::new(Box::new(std::io::stdout()), None, meta)),
             Target::Discard => Self::Stream(JsonlSink::new(Box::new(std::io::sink()), None, meta)),
@@ -188,7 +191,11 @@ pub(super) fn run(
                 writer.write(f, &mut totals, &mut stats, opts.on_error)?;
                 if let Some(p) = &progress {
                     p.inc(processed);
-                    p.set_message(format!("{} docs, {} chunks", totals.documents, totals.chunks));
+                    p.set_message(format!(
+                        "{}, {}",
+                        super::plural(totals.documents, "doc"),
+                        super::plural(totals.chunks, "chunk")
+                    ));
                 }
                 Ok(())
             });
@@ -319,6 +326,8 @@ fn finish(job: &Job<'_>, plan: Option<&VectorPlan>, st: Staged<'_>) -> Result<Fi
                     }
                     Outcome::Chunks(c)
                 }
+                // The job's own problem (an LLM server that cannot be reached): it ends here.
+                Some(Err(e @ Error::LlmUnreachable(_))) => return Err(e),
                 Some(Err(e)) => Outcome::Failed(e),
                 None => Outcome::Failed(Error::Internal("a result per document".into())),
             },

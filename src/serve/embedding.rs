@@ -135,9 +135,9 @@ impl serde::Serialize for Vector<'_> {
 #[derive(Deserialize)]
 pub(crate) struct OpenAiRequest {
     pub input: Value,
-    /// Any name: the server has one model, and answers with its name.
+    /// The served model's name (as `/info` and the answers give it, or its directory's
+    /// name); another is 404. Empty or absent: the served model.
     #[serde(default)]
-    #[allow(dead_code)]
     pub model: Option<String>,
     #[serde(default)]
     pub encoding_format: Encoding,

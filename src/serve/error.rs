@@ -75,6 +75,17 @@ impl ApiError {
         )
     }
 
+    /// A model the server does not serve: 404, as OpenAI answers.
+    pub fn no_such_model(asked: &str, served: &str) -> Self {
+        let mut e = Self::new(
+            StatusCode::NOT_FOUND,
+            "invalid_request_error",
+            format!("the model {asked:?} is not served here; this server serves {served:?}"),
+        );
+        e.kind = "model_not_found";
+        e
+    }
+
     pub fn not_found() -> Self {
         Self::new(StatusCode::NOT_FOUND, "invalid_request_error", "no such route")
     }

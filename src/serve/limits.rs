@@ -137,9 +137,28 @@ pub(crate) fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiErro
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::bad_request("the request body is empty; expected a JSON object"));
     }
-    serde_json::from_slice(bytes).map_err(|e| match e.classify() {
-        serde_json::error::Category::Data => ApiError::invalid(format!("invalid request: {e}")),
-        _ => ApiError::bad_request(format!("invalid JSON: {e}")),
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let e = e.into_inner();
+        match e.classify() {
+            serde_json::error::Category::Data => {
+                // serde_json's "at line 1 column 9" says nothing a field name does not.
+                let m = e.to_string();
+                let m = m.split(" at line ").next().unwrap_or(&m);
+                let m = crate::spec::in_words(m);
+                let named = if path.is_empty() || path == "." { m } else { format!("{path}: {m}") };
+                ApiError::invalid(format!("invalid request: {named}"))
+            }
+            _ if e.to_string().contains("hex escape") || e.to_string().contains("surrogate") => {
+                ApiError::bad_request(format!(
+                    "invalid JSON: a string holds a lone UTF-16 surrogate escape (\\ud800 to \\udfff without its pair), which is not Unicode text (line {}, column {})",
+                    e.line(),
+                    e.column()
+                ))
+            }
+            _ => ApiError::bad_request(format!("invalid JSON: {e}")),
+        }
     })
 }
 

@@ -97,6 +97,13 @@ struct OpenAiUsage {
 /// `POST /v1/embeddings`, as OpenAI's API: `{"input": str | [str], "model", "encoding_format"}`.
 pub(crate) async fn openai_embeddings(State(st): State<Arc<AppState>>, req: Request) -> Answer {
     let r: OpenAiRequest = read_json(&st, req).await?;
+    let served = st.config.spec.model.as_str();
+    if let Some(asked) = r.model.as_deref().filter(|m| !m.is_empty()) {
+        let base = std::path::Path::new(served.trim_end_matches('/')).file_name().and_then(|n| n.to_str());
+        if asked != served && Some(asked) != base {
+            return Err(ApiError::no_such_model(asked, served));
+        }
+    }
     let dim = st.model.dim();
     if r.dimensions.is_some_and(|d| d != dim) {
         return Err(ApiError::invalid(format!("dimensions: this model's vectors have {dim}")));

@@ -131,7 +131,7 @@ fn directory_walk_skips_binaries_and_empty_files() {
     std::fs::create_dir(d.join("out")).unwrap();
     let out = seamcut(&["chunk", d.to_str().unwrap(), "-o", out_path.to_str().unwrap(), "-q"], None);
     assert!(out.status.success(), "{}", stderr(&out));
-    let errors = std::fs::read_to_string(d.join("out/chunks.errors.jsonl")).unwrap();
+    let errors = std::fs::read_to_string(d.join("out/chunks.jsonl.errors.jsonl")).unwrap();
     let e: serde_json::Value = serde_json::from_str(errors.lines().next().unwrap()).unwrap();
     assert_eq!((e["kind"].as_str(), e["action"].as_str()), (Some("binary"), Some("skipped")), "{e}");
     assert!(e["error"].as_str().unwrap().contains("c.txt"), "{e}");
@@ -233,21 +233,17 @@ fn help_shows_examples() {
 fn embed_writes_normalised_npy() {
     let dir = tempfile::tempdir().unwrap();
     let lines = dir.path().join("l.txt");
-    std::fs::write(&lines, "Hello world.\nThe cat sat on the mat.\n\n这是中文。\n").unwrap();
+    std::fs::write(&lines, "Hello world.\nThe cat sat on the mat.\n这是中文。\n").unwrap();
     let out = dir.path().join("v.npy");
     let o = seamcut(&["embed", "--lines", lines.to_str().unwrap(), "-o", out.to_str().unwrap()], None);
     assert!(o.status.success(), "{}", stderr(&o));
     let (data, rows, cols) = seamcut::npy::read_f32(&out).unwrap();
-    assert_eq!((rows, cols), (4, 240), "the default static model: one row per line");
+    assert_eq!((rows, cols), (3, 240), "the default static model: one row per line");
     for r in 0..rows {
         let n: f32 = data[r * cols..(r + 1) * cols].iter().map(|x| x * x).sum::<f32>().sqrt();
-        if r == 2 {
-            assert_eq!(n, 0.0, "an empty line has nothing to embed");
-        } else {
-            assert!((n - 1.0).abs() < 1e-5);
-        }
+        assert!((n - 1.0).abs() < 1e-5);
     }
-    assert!(stderr(&o).contains("4 texts"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("3 texts"), "{}", stderr(&o));
 }
 
 #[test]
@@ -652,4 +648,194 @@ fn each_chunk_carries_the_headings_above_it_as_its_context() {
     // Without a heading the title is the document's id.
     let out = seamcut(&["chunk", "-"], Some(b"Plain words only."));
     assert_eq!(records(&out)[0]["context"], "stdin");
+}
+
+#[test]
+fn a_chunk_before_a_heading_does_not_get_it_and_a_lower_case_title_counts() {
+    let text = "# seamcut\n\nBody. More.\n\n## Next Part\n\nMore.";
+    let out = seamcut(&["chunk", "-", "--chunker", "paragraph", "--max-tokens", "4"], Some(text.as_bytes()));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let ctx: Vec<(String, String)> = records(&out)
+        .iter()
+        .map(|r| (r["text"].as_str().unwrap().trim().to_string(), r["context"].as_str().unwrap().to_string()))
+        .collect();
+    for (text, context) in &ctx {
+        let want =
+            if text.starts_with("## Next") || text == "More." { "seamcut > Next Part" } else { "seamcut" };
+        assert_eq!(context, want, "{ctx:?}");
+    }
+}
+
+#[test]
+fn an_output_is_written_as_its_name_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("doc.txt");
+    std::fs::write(&f, PROSE).unwrap();
+    let plain = seamcut(&["chunk", f.to_str().unwrap(), "--max-tokens", "12", "-q"], None).stdout;
+    let run = |name: &str| {
+        let out = dir.path().join(name);
+        let o = seamcut(
+            &["chunk", f.to_str().unwrap(), "--max-tokens", "12", "-q", "-o", out.to_str().unwrap()],
+            None,
+        );
+        (o, out)
+    };
+    let (o, zst) = run("out.jsonl.zst");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(zstd::decode_all(std::fs::File::open(&zst).unwrap()).unwrap(), plain);
+    let (o, gz) = run("out.jsonl.gz");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut unzipped = Vec::new();
+    std::io::Read::read_to_end(
+        &mut flate2::read::MultiGzDecoder::new(std::fs::File::open(&gz).unwrap()),
+        &mut unzipped,
+    )
+    .unwrap();
+    assert_eq!(unzipped, plain);
+    // seamcut reads what it writes.
+    let back = seamcut(&["chunk", zst.to_str().unwrap(), "--input-format", "jsonl", "-q"], None);
+    assert!(back.status.success(), "{}", stderr(&back));
+    for bad in ["x.parquet.gz", "x.parquet.zst", "x.jsonl.bz2"] {
+        let (o, out) = run(bad);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(err.contains(bad) && err.lines().count() == 1, "{err}");
+        assert!(!out.exists(), "{bad}");
+    }
+}
+
+#[test]
+fn each_output_keeps_its_own_errors_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("c.jsonl");
+    std::fs::write(&corpus, "{\"id\": \"a\", \"text\": \"Fine text.\"}\nnot json\n").unwrap();
+    for name in ["out.jsonl", "out.parquet"] {
+        let out = dir.path().join(name);
+        let o = seamcut(&["chunk", corpus.to_str().unwrap(), "-q", "-o", out.to_str().unwrap()], None);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    for name in ["out.jsonl.errors.jsonl", "out.parquet.errors.jsonl"] {
+        let listed = std::fs::read_to_string(dir.path().join(name)).unwrap();
+        assert!(listed.contains("c.jsonl:2"), "{name}: {listed}");
+    }
+}
+
+#[test]
+fn segment_skips_and_lists_a_bad_line_as_chunk_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("c.jsonl");
+    std::fs::write(
+        &corpus,
+        "{\"id\": \"a\", \"text\": \"One. Two.\"}\n{broken\n{\"id\": \"b\", \"text\": \"Three.\"}\n",
+    )
+    .unwrap();
+    let out = seamcut(&["segment", corpus.to_str().unwrap()], None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let texts: Vec<String> = records(&out).iter().map(|r| r["text"].as_str().unwrap().to_string()).collect();
+    assert_eq!(texts, ["One.", "Two.", "Three."]);
+    let err = stderr(&out);
+    assert!(err.contains("skipped") && err.contains("c.jsonl:2") && err.contains("1 bad record"), "{err}");
+    // With -o the line is listed beside the output; --on-error stop stops on it.
+    let o = dir.path().join("s.jsonl");
+    let out = seamcut(&["segment", corpus.to_str().unwrap(), "-q", "-o", o.to_str().unwrap()], None);
+    assert!(out.status.success());
+    assert!(std::fs::read_to_string(dir.path().join("s.jsonl.errors.jsonl")).unwrap().contains("c.jsonl:2"));
+    let out = seamcut(&["segment", corpus.to_str().unwrap(), "--on-error", "stop"], None);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("--on-error"), "{}", stderr(&out));
+    // segment takes no --meta-field (it writes no chunk records).
+    assert_eq!(seamcut(&["segment", "--meta-field", "x", "-"], Some(b"a")).status.code(), Some(2));
+}
+
+#[test]
+fn embed_refuses_empty_lines_and_names_where_a_file_is_not_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("v.npy");
+    let run = |content: &[u8]| {
+        let f = dir.path().join("lines.txt");
+        std::fs::write(&f, content).unwrap();
+        seamcut(&["embed", "--lines", f.to_str().unwrap(), "-o", out.to_str().unwrap(), "-q"], None)
+    };
+    let o = run(b"one text\n\nanother\n");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("lines.txt:2: an empty line"), "{}", stderr(&o));
+    let o = run(b"first\nsecond \xff\xfe\n");
+    assert!(stderr(&o).contains("lines.txt:2: invalid UTF-8 at byte 13"), "{}", stderr(&o));
+    let o = run(b"text\n\x00\x01\x02binary");
+    assert!(stderr(&o).contains("lines.txt:2") && stderr(&o).contains("binary"), "{}", stderr(&o));
+    assert!(!out.exists());
+    let o = run(b"one text\nanother\n");
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn errors_about_settings_name_the_flags() {
+    let err = |args: &[&str]| {
+        let o = seamcut(args, Some(b"Some text."));
+        assert_ne!(o.status.code(), Some(0), "{args:?}");
+        let e = stderr(&o);
+        assert_eq!(e.lines().count(), 1, "{e}");
+        e
+    };
+    let e = err(&["chunk", "--min-tokens", "300"]);
+    assert!(e.contains("--min-tokens: 300 is larger than the cap, --max-tokens 256"), "{e}");
+    let e = err(&["chunk", "--chunker", "lumber"]);
+    assert!(e.contains("--llm-model") && e.contains("--llm-url") && !e.contains("llm.url"), "{e}");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o.jsonl");
+    std::fs::create_dir(dir.path().join("o.jsonl.seamcut-partial")).unwrap();
+    let e = err(&["chunk", "-", "-o", out.to_str().unwrap()]);
+    assert!(e.contains("--resume") && !e.contains("resume on"), "{e}");
+    // A spec file's bad value is named by its field, in words.
+    let spec = dir.path().join("spec.json");
+    std::fs::write(&spec, r#"{"max_tokens": "x"}"#).unwrap();
+    let e = err(&["chunk", "-", "--spec", spec.to_str().unwrap()]);
+    assert!(e.contains(r#"max_tokens: expected a whole number (0 or more), got the string "x""#), "{e}");
+    assert!(!e.contains("usize"), "{e}");
+}
+
+#[test]
+fn a_spec_file_takes_flat_keys_as_requests_and_python_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let flat = dir.path().join("flat.json");
+    let nested = dir.path().join("nested.json");
+    std::fs::write(&flat, r#"{"chunker": "maxmin", "hard_thr": 0.42, "max_tokens": 64}"#).unwrap();
+    std::fs::write(&nested, r#"{"chunker": "maxmin", "maxmin": {"hard_thr": 0.42}, "max_tokens": 64}"#)
+        .unwrap();
+    let print = |p: &Path| {
+        let o = seamcut(&["chunk", "--spec", p.to_str().unwrap(), "--print-spec"], None);
+        assert!(o.status.success(), "{}", stderr(&o));
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+    };
+    let s = print(&flat);
+    assert_eq!(s["maxmin"]["hard_thr"], 0.42);
+    assert_eq!(s, print(&nested));
+}
+
+#[test]
+fn a_directory_without_known_files_says_what_it_passed_over() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.rst"), "Text.").unwrap();
+    std::fs::write(dir.path().join("b.html"), "<p>Text.</p>").unwrap();
+    let out = seamcut(&["chunk", dir.path().to_str().unwrap()], None);
+    assert!(out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("0 documents") && err.contains("passed over 2 files in directories"), "{err}");
+}
+
+#[test]
+fn counts_take_their_plurals() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("doc.txt");
+    std::fs::write(&f, "One short sentence. Another one.").unwrap();
+    let out = dir.path().join("p.svg");
+    let o =
+        seamcut(&["plot", f.to_str().unwrap(), "--chunker", "sentence", "-o", out.to_str().unwrap()], None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("sentence: 0 cuts"), "{}", stderr(&o));
+    let corpus = dir.path().join("c.jsonl");
+    std::fs::write(&corpus, "{\"id\": \"a\", \"text\": \"Fine.\"}\nbad\nworse\n").unwrap();
+    let o = seamcut(&["chunk", corpus.to_str().unwrap()], None);
+    let err = stderr(&o);
+    assert!(err.contains("1 document,") && err.contains("2 bad records"), "{err}");
 }

@@ -132,7 +132,7 @@ fn resume_after_kill_9_gives_byte_identical_output() {
             std::fs::read(&reference).unwrap(),
             "{ext}: resumed output differs"
         );
-        let errors = |p: &Path| std::fs::read(p.with_extension("errors.jsonl")).unwrap();
+        let errors = |p: &Path| std::fs::read(seamcut::pipeline::commit::errors_path(p)).unwrap();
         assert_eq!(errors(&out), errors(&reference), "{ext}: the errors lists differ");
         assert!(String::from_utf8(errors(&out)).unwrap().contains("corpus.jsonl:"), "the bad line is listed");
         if ext == "jsonl" {
@@ -523,7 +523,7 @@ fn a_model_failure_costs_one_document_and_is_counted() {
             written.contains("\"doc_id\":\"d0\"") && written.contains("\"doc_id\":\"d2\""),
             "the others are chunked: {written}"
         );
-        let errors = std::fs::read_to_string(out.with_extension("errors.jsonl")).unwrap();
+        let errors = std::fs::read_to_string(seamcut::pipeline::commit::errors_path(&out)).unwrap();
         assert!(errors.contains("on fire") && errors.contains("\"d1\""), "{errors}");
     }
 }

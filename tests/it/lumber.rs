@@ -183,7 +183,7 @@ fn a_dead_server_fails_the_document_or_falls_back_as_the_policy_says() {
     let strict = lumber(llm.clone(), 50, None)
         .with_model_error_policy(seamcut::chunkers::semantic::ModelErrorPolicy::Fail);
     let e = strict.chunk(&text).unwrap_err().to_string();
-    assert!(e.contains("HTTP 500") && e.contains("after 1 retries"), "{e}");
+    assert!(e.contains("HTTP 500") && e.contains("after 1 retry"), "{e}");
     let lenient = lumber(llm, 50, None);
     let chunks = lenient.chunk(&text).unwrap();
     check(&text, &chunks, 100);
@@ -436,6 +436,53 @@ fn the_cli_runs_lumber_as_a_corpus_job_and_reports_its_cost() {
     let a = std::fs::read(dir.path().join("a.jsonl")).unwrap();
     assert_eq!(a, std::fs::read(dir.path().join("b.jsonl")).unwrap());
     assert!(String::from_utf8_lossy(&a).lines().count() >= 6);
+}
+
+/// A port nothing listens on: connections to it are refused. The discard port, below the
+/// ephemeral range, so that no other test's server can take it meanwhile (a port freed by
+/// a listener just closed could be).
+fn closed_port() -> u16 {
+    let port = 9;
+    assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err(), "something listens on port {port}");
+    port
+}
+
+#[test]
+fn a_server_that_cannot_be_reached_ends_the_job_unless_fallbacks_are_asked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("d.txt"), doc(6)).unwrap();
+    // No retries: the point is the answer, not the backoff.
+    std::fs::write(dir.path().join("spec.json"), r#"{"llm": {"retries": 0, "cache": "none"}}"#).unwrap();
+    let url = format!("http://127.0.0.1:{}/v1", closed_port());
+    let run = |extra: &[&str], out: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_seamcut"))
+            .args(["chunk", "--chunker", "lumber", "--llm-url", &url, "--llm-model", "m", "-q"])
+            .arg("--spec")
+            .arg(dir.path().join("spec.json"))
+            .args(extra)
+            .arg("-o")
+            .arg(dir.path().join(out))
+            .arg(dir.path().join("d.txt"))
+            .output()
+            .unwrap()
+    };
+    // The default (auto): a connection refused before any answer is the job's error.
+    let o = run(&[], "a.jsonl");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("LLM server unreachable") && err.contains(&url), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(!dir.path().join("a.jsonl").exists());
+    // Fallbacks asked for: sentence packing, counted and listed, even with -q.
+    let o = run(&["--on-model-error", "sentence"], "b.jsonl");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let listed = std::fs::read_to_string(dir.path().join("b.jsonl.errors.jsonl")).unwrap();
+    let rec: serde_json::Value = serde_json::from_str(listed.lines().next().unwrap()).unwrap();
+    assert_eq!(rec["action"], "sentence-packing", "{rec}");
+    assert!(rec["error"].as_str().unwrap().contains("unreachable"), "{rec}");
+    assert!(rec["doc_id"].as_str().unwrap().ends_with("d.txt"), "{rec}");
+    let chunks = std::fs::read_to_string(dir.path().join("b.jsonl")).unwrap();
+    assert!(chunks.lines().count() >= 1);
 }
 
 #[test]

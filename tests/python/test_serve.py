@@ -133,8 +133,12 @@ def test_openai_client_vectors_equal_seamcut_embed(minilm):
         assert got.shape == want.shape == (len(TEXTS), 384)
         assert cosines(got, want).min() >= 0.9999
         assert r.model == MINILM and r.usage.prompt_tokens > 256  # the long text counts its window
-    one = client.embeddings.create(model="any-name", input=TEXTS[0])
+    # The served model by its directory's name too; another model is OpenAI's 404, naming
+    # the one served.
+    one = client.embeddings.create(model=os.path.basename(MINILM.rstrip("/")), input=TEXTS[0])
     assert cosines([one.data[0].embedding], want[:1])[0] >= 0.9999
+    with pytest.raises(openai.NotFoundError, match="not served here"):
+        client.embeddings.create(model="no-such-model", input=TEXTS[0])
     # text-embeddings-inference's route gives the same vectors.
     tei = minilm.http.post("/embed", json={"inputs": TEXTS}).json()
     assert cosines(tei, want).min() >= 0.9999
@@ -245,6 +249,23 @@ def test_chunk_ids_default_to_positions_and_bad_chunk_requests_are_422(minilm):
         assert r.status_code == 422, (body, r.text)
         assert "\n" not in r.text and r.json()["error"]["message"]
     minilm.healthy_and_right()
+
+
+def test_request_errors_name_the_field_and_say_what_is_wrong(minilm):
+    doc = {"documents": [{"id": "a", "text": "One topic. More of it.\n\nAnother."}]}
+    r = minilm.http.post("/v1/chunk", json={**doc, "spec": {"max_tokens": "x"}})
+    assert r.status_code == 422
+    msg = r.json()["error"]["message"]
+    assert 'max_tokens: expected a whole number (0 or more), got the string "x"' in msg, msg
+    assert "usize" not in msg
+    r = minilm.http.post("/v1/embeddings", json={"input": "a", "encoding_format": 3})
+    assert r.status_code == 422 and "encoding_format:" in r.json()["error"]["message"], r.text
+    r = minilm.http.post("/v1/embeddings", content=b'{"input": "\\ud800"}', headers={"content-type": "application/json"})
+    assert r.status_code == 400 and "lone UTF-16 surrogate" in r.json()["error"]["message"], r.text
+    # A chunker's own settings flat or nested: the same chunks, as in a --spec file.
+    flat = minilm.http.post("/v1/chunk", json={**doc, "spec": {"hard_thr": 0.5}}).json()
+    nested = minilm.http.post("/v1/chunk", json={**doc, "spec": {"maxmin": {"hard_thr": 0.5}}}).json()
+    assert flat["chunks"] == nested["chunks"] and flat["chunks"]
 
 
 def test_info_and_the_default_bind(minilm):
@@ -542,10 +563,10 @@ def test_the_api_key_is_required_when_set_and_compared_exactly():
         assert s.http.post("/embed", json=body, headers=ok).status_code == 200
         assert s.http.get("/info", headers=ok).json()["auth"] is True
         client = openai.OpenAI(base_url=s.url + "/v1", api_key=key, max_retries=0)
-        assert len(client.embeddings.create(model="m", input=["a b"]).data) == 1
+        assert len(client.embeddings.create(model="default", input=["a b"]).data) == 1
         with pytest.raises(openai.AuthenticationError):
             openai.OpenAI(base_url=s.url + "/v1", api_key="nope", max_retries=0).embeddings.create(
-                model="m", input="a"
+                model="default", input="a"
             )
     # A key variable that is not set stops the server before it listens.
     env = {k: v for k, v in os.environ.items() if k != "SEAMCUT_UNSET_KEY"}

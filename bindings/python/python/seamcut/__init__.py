@@ -62,6 +62,11 @@ CHUNKERS = tuple(name for name, family in _seamcut.chunkers() if family != "llm"
 LLM_CHUNKERS = tuple(name for name, family in _seamcut.chunkers() if family == "llm")
 
 
+def _plural(n, word):
+    """`1 row`, `2 rows`."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 @dataclass(frozen=True)
 class Chunk:
     """One chunk of a document (Chonkie's field names, plus byte offsets)."""
@@ -248,13 +253,13 @@ class Chunker:
         skipped = sum(stats["totals"]["skipped"].values())
         if skipped:
             warnings.warn(
-                f"seamcut: skipped {skipped} row(s): " + "; ".join(stats["skipped_examples"]),
+                f"seamcut: skipped {_plural(skipped, 'row')}: " + "; ".join(stats["skipped_examples"]),
                 stacklevel=2,
             )
         fallbacks = stats["totals"]["fallbacks"]
         if fallbacks:
             warnings.warn(
-                f"seamcut: {fallbacks} document(s) chunked by sentence packing after a model error: "
+                f"seamcut: {_plural(fallbacks, 'document')} chunked by sentence packing after a model error: "
                 + "; ".join(stats["fallback_examples"]),
                 stacklevel=2,
             )
