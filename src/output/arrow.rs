@@ -185,7 +185,7 @@ impl BatchBuilder {
 
 /// A document's metadata values as column strings: strings as they are, other JSON values as
 /// JSON text, null as null.
-fn meta_strings(doc: &Document) -> Vec<Option<String>> {
+pub(crate) fn meta_strings(doc: &Document) -> Vec<Option<String>> {
     doc.meta
         .iter()
         .map(|v| match v {

@@ -19,6 +19,8 @@ use crate::chunk::ChunkSpan;
 use crate::corpus::Document;
 use crate::{Error, Result};
 
+#[cfg(feature = "db")]
+pub(crate) use arrow::meta_strings;
 pub use arrow::ArrowSink;
 pub use jsonl::JsonlSink;
 pub use parquet::ParquetSink;

@@ -199,6 +199,10 @@ pub enum Target {
     /// A sink of the caller's, e.g. an [`crate::output::ArrowSink`] whose batches become
     /// a table for the Python bindings (no resume; bad documents go to the job's stats).
     Sink(SharedSink),
+    /// A vector database's table ([`crate::db`]): each batch one transaction, with the job's
+    /// progress, so that `resume` continues where a killed job stopped.
+    #[cfg(feature = "db")]
+    Database { target: crate::db::DbTarget, opts: crate::db::DbOptions },
 }
 
 impl std::fmt::Debug for Target {
@@ -213,6 +217,10 @@ impl std::fmt::Debug for Target {
                 .field("resume", resume)
                 .finish(),
             Self::Sink(_) => f.write_str("Sink"),
+            #[cfg(feature = "db")]
+            Self::Database { target, opts } => {
+                f.debug_struct("Database").field("target", &target.shown()).field("opts", opts).finish()
+            }
         }
     }
 }
@@ -397,7 +405,9 @@ impl CorpusJob {
     #[must_use]
     pub fn fingerprint(&self) -> String {
         let (format, path) = match &self.target {
-            Target::File { format, path, .. } => (Some(*format), Some(path.display().to_string())),
+            Target::File { format, path, .. } => (Some(format.extension()), Some(path.display().to_string())),
+            #[cfg(feature = "db")]
+            Target::Database { target, .. } => (Some("database"), Some(target.shown())),
             _ => (None, None),
         };
         serde_json::json!({
@@ -415,7 +425,7 @@ impl CorpusJob {
             "embeddings": self.opts.embeddings,
             "long": format!("{:?}", self.opts.long),
             "context_prefix": self.opts.context_prefix,
-            "output": [format.map(OutputFormat::extension), path],
+            "output": [format, path],
         })
         .to_string()
     }
@@ -464,6 +474,20 @@ impl CorpusJob {
             opts.total_bytes = crate::corpus::total_bytes(&inputs, self.read.format);
         }
         let job = Job { chunker, embedder, fingerprint: self.fingerprint(), opts };
+        #[cfg(feature = "db")]
+        if let Target::Database { target, opts } = &self.target {
+            // The table records the model its vectors come from.
+            let m = self.spec.load_model()?;
+            let model = format!("{} ({})", m.name, m.fingerprint.as_deref().unwrap_or("no fingerprint"));
+            let target = Target::Database {
+                target: target.clone(),
+                opts: crate::db::DbOptions { model, ..opts.clone() },
+            };
+            let mut stats = chunk_corpus(docs, &job, &target)?;
+            let inputs: Vec<Input> = self.inputs.iter().map(|s| Input::parse(s)).collect();
+            stats.passed_over = crate::corpus::passed_over(&inputs, self.read.format);
+            return Ok(stats);
+        }
         let mut stats = chunk_corpus(docs, &job, &self.target)?;
         let inputs: Vec<Input> = self.inputs.iter().map(|s| Input::parse(s)).collect();
         stats.passed_over = crate::corpus::passed_over(&inputs, self.read.format);

@@ -80,6 +80,9 @@ enum Writer<'a> {
     Commit(Committer),
     Caller(std::sync::MutexGuard<'a, dyn ChunkSink + 'static>),
     Stream(JsonlSink),
+    /// A database's table, a batch a transaction (its bad documents listed on stderr).
+    #[cfg(feature = "db")]
+    Database(Box<crate::db::postgres::PgWriter>, Columns),
 }
 
 impl<'a> Writer<'a> {
@@ -92,6 +95,17 @@ impl<'a> Writer<'a> {
             Target::File { path, format, resume } => {
                 let columns = Columns { meta_fields: meta, dim, windows: job.chunker.windows().is_some() };
                 Self::Commit(Committer::open(path, *format, columns, job.fingerprint.clone(), *resume)?)
+            }
+            #[cfg(feature = "db")]
+            Target::Database { target: crate::db::DbTarget::Postgres(t), opts } => {
+                let columns = Columns { meta_fields: meta, dim, windows: false };
+                let w = crate::db::postgres::PgWriter::open(
+                    t,
+                    columns.clone(),
+                    job.fingerprint.clone(),
+                    opts.clone(),
+                )?;
+                Self::Database(Box::new(w), columns)
             }
             Target::Stdout if dim.is_some() => {
                 return Err(Error::setting(
@@ -108,7 +122,19 @@ impl<'a> Writer<'a> {
     fn totals(&self) -> Totals {
         match self {
             Self::Commit(c) => c.totals().clone(),
+            #[cfg(feature = "db")]
+            Self::Database(w, _) => w.committed().clone(),
             _ => Totals::default(),
+        }
+    }
+
+    /// Whether the output is complete already (a resumed job that had finished).
+    fn complete(&self) -> bool {
+        match self {
+            Self::Commit(c) => c.complete(),
+            #[cfg(feature = "db")]
+            Self::Database(w, _) => w.complete(),
+            _ => false,
         }
     }
 
@@ -127,14 +153,25 @@ impl<'a> Writer<'a> {
             }
             Self::Caller(s) => write_batch(f, &mut **s, ErrorsTo::Stats, totals, stats, on_error),
             Self::Stream(s) => write_batch(f, s, ErrorsTo::Stderr, totals, stats, on_error),
+            #[cfg(feature = "db")]
+            Self::Database(w, columns) => {
+                let f = unstorable_to_failed(f);
+                let mut rows = crate::db::Rows::new(columns.clone());
+                write_batch(f, &mut rows, ErrorsTo::Stderr, totals, stats, on_error)?;
+                w.commit(&rows, totals)
+            }
         }
     }
 
-    fn finish(self) -> Result<()> {
+    fn finish(self, totals: &Totals) -> Result<()> {
+        // The totals go with a database's last transaction; a file's are in its manifest.
+        let _ = totals;
         match self {
             Self::Commit(c) => c.finish(),
             Self::Caller(mut s) => s.finish(),
             Self::Stream(mut s) => s.finish(),
+            #[cfg(feature = "db")]
+            Self::Database(mut w, _) => w.finish(totals),
         }
     }
 }
@@ -151,10 +188,7 @@ pub(super) fn run(
         .map(|p| VectorPlan { context_prefix: opts.context_prefix, ..p });
     let mut writer = Writer::open(target, job, plan.as_ref().map(VectorPlan::dim))?;
     let mut totals = writer.totals();
-    let skip = match &writer {
-        Writer::Commit(c) if c.complete() => u64::MAX,
-        _ => totals.items,
-    };
+    let skip = if writer.complete() { u64::MAX } else { totals.items };
     let depth = opts.channel_depth.max(1);
     let (tx_read, rx_read) = sync_channel::<Msg<Batch>>(depth);
     let (tx_prep, rx_prep) = sync_channel::<Msg<Staged<'_>>>(depth);
@@ -218,7 +252,7 @@ pub(super) fn run(
         p.finish_and_clear();
     }
     result?;
-    writer.finish()?;
+    writer.finish(&totals)?;
     stats.stages.band = band_busy;
     stats.totals = totals;
     stats.seconds = t0.elapsed().as_secs_f64();
@@ -346,6 +380,20 @@ enum ErrorsTo<'a> {
     Stderr,
     /// Only in the job's stats (a caller's sink: the caller reports them).
     Stats,
+}
+
+/// A document a database cannot store as it is (a NUL in its text) fails, counted and listed
+/// as a skipped document, rather than fail its batch's transaction.
+#[cfg(feature = "db")]
+fn unstorable_to_failed(mut f: Finished) -> Finished {
+    for (item, outcome) in f.batch.items.iter().zip(f.outcomes.iter_mut()) {
+        if let (Item::Doc(d), Outcome::Chunks(_)) = (item, &*outcome) {
+            if let Some(why) = crate::db::unstorable(d) {
+                *outcome = Outcome::Failed(Error::Rejected(why));
+            }
+        }
+    }
+    f
 }
 
 /// A line of the errors file.

@@ -12,6 +12,7 @@ mod late;
 mod long_words;
 mod lumber;
 mod metrics_parity;
+mod pgvector;
 mod properties;
 mod questions;
 mod rules_parity;

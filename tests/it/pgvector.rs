@@ -1,0 +1,353 @@
+//! Corpus jobs into a real PostgreSQL with pgvector (`-o postgresql://...?table=NAME`):
+//! reruns, `--replace`, kill -9 and `--resume`, the stored vectors, and bad input and faults.
+//! `tests/run.sh` starts the server (`tests/db/postgres.sh start`) and sets
+//! `SEAMCUT_TEST_PG` to its URL; each test writes tables of its own.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn base_url() -> String {
+    std::env::var("SEAMCUT_TEST_PG").unwrap_or_else(|_| {
+        panic!(
+            "SEAMCUT_TEST_PG is not set: start a server with `tests/db/postgres.sh start` and export its URL"
+        )
+    })
+}
+
+fn url(table: &str) -> String {
+    format!("{}?table={table}", base_url())
+}
+
+fn client() -> postgres::Client {
+    postgres::Client::connect(&base_url(), postgres::NoTls).unwrap()
+}
+
+/// The table's rows, in document order, as text (vectors included).
+fn dump(table: &str) -> Vec<String> {
+    client()
+        .query(
+            &format!(
+                "SELECT id || ' ' || doc_id || ' ' || index || ' ' || start || ' ' || \"end\" || ' ' || tokens || ' ' || \
+                 context || ' ' || text || ' ' || embedding::text FROM \"{table}\" ORDER BY doc_id, index"
+            ),
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
+
+fn drop_table(table: &str) {
+    client()
+        .batch_execute(&format!(
+            "DROP TABLE IF EXISTS \"{table}\"; DELETE FROM seamcut_jobs WHERE tbl = '{table}'"
+        ))
+        .unwrap_or_else(|_| {
+            // The progress table does not exist before the first job.
+            client().batch_execute(&format!("DROP TABLE IF EXISTS \"{table}\"")).unwrap();
+        });
+}
+
+fn seamcut(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_seamcut")).args(args).output().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A JSONL corpus of `n` documents of a few paragraphs each, with a `lang` field.
+fn corpus(dir: &Path, n: usize) -> PathBuf {
+    let sentences: Vec<&str> = include_str!("../../benches/data-sentences.txt").lines().collect();
+    let path = dir.join("corpus.jsonl");
+    let mut out = String::new();
+    let mut k = 0;
+    for d in 0..n {
+        let mut text = String::new();
+        for p in 0..2 + d % 4 {
+            for _ in 0..2 + (d + p) % 3 {
+                text.push_str(sentences[k % sentences.len()]);
+                text.push(' ');
+                k += 1;
+            }
+            text.push_str("\n\n");
+        }
+        out.push_str(
+            &serde_json::json!({"id": format!("doc-{d:03}"), "text": text, "lang": "en"}).to_string(),
+        );
+        out.push('\n');
+    }
+    std::fs::write(&path, out).unwrap();
+    path
+}
+
+const JOB: [&str; 6] = ["--chunker", "maxmin", "--embeddings", "mean", "--meta-field", "lang"];
+
+fn job(input: &Path, table: &str, extra: &[&str]) -> Output {
+    let u = url(table);
+    let mut args = vec!["chunk", input.to_str().unwrap()];
+    args.extend(JOB);
+    args.extend(["-o", &u, "-q"]);
+    args.extend(extra);
+    seamcut(&args)
+}
+
+#[test]
+fn the_same_job_twice_gives_the_same_table_and_the_vectors_of_the_npy() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = corpus(dir.path(), 40);
+    let table = "t_twice";
+    drop_table(table);
+    let o = job(&input, table, &["--hnsw"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let first = dump(table);
+    assert!(first.len() > 40, "{}", first.len());
+    let o = job(&input, table, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(dump(table), first, "a rerun changes nothing and adds nothing");
+    // The index was built after the load, and the table says what made its vectors.
+    let mut c = client();
+    let hnsw: i64 = c
+        .query_one(
+            "SELECT count(*) FROM pg_indexes WHERE tablename = $1 AND indexdef LIKE '%hnsw%'",
+            &[&table],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(hnsw, 1);
+    let comment: String =
+        c.query_one("SELECT obj_description($1::text::regclass, 'pg_class')", &[&table]).unwrap().get(0);
+    assert!(comment.contains("\"model\"") && comment.contains("\"dim\":240"), "{comment}");
+    // The stored vectors are the ones `-o out.jsonl` writes to its .npy, chunk for chunk.
+    let out = dir.path().join("out.jsonl");
+    let mut args = vec!["chunk", input.to_str().unwrap()];
+    args.extend(JOB);
+    args.extend(["-o", out.to_str().unwrap(), "-q"]);
+    assert!(seamcut(&args).status.success());
+    let (npy, rows, dim) = seamcut::npy::read_f32(&dir.path().join("out.npy")).unwrap();
+    let records: Vec<serde_json::Value> =
+        std::fs::read_to_string(&out).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(records.len(), rows);
+    let stored = c.query(&format!("SELECT doc_id, index, text, embedding FROM \"{table}\""), &[]).unwrap();
+    assert_eq!(stored.len(), rows);
+    for r in stored {
+        let (doc, index, text): (String, i32, String) = (r.get(0), r.get(1), r.get(2));
+        let v: pgvector::Vector = r.get(3);
+        let k = records.iter().position(|x| x["doc_id"] == doc && x["index"] == index).unwrap();
+        assert_eq!(records[k]["text"], text);
+        assert_eq!(v.as_slice(), &npy[k * dim..(k + 1) * dim], "{doc} {index}");
+    }
+}
+
+#[test]
+fn replace_after_an_edit_leaves_exactly_the_new_chunks() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = corpus(dir.path(), 12);
+    let table = "t_replace";
+    drop_table(table);
+    assert!(job(&input, table, &[]).status.success());
+    let before = dump(table);
+    // Edit one document: its old chunks must go, the others' rows must stay as they are.
+    let text = std::fs::read_to_string(&input).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    lines[3] = serde_json::json!({"id": "doc-003", "text": "A new first paragraph.\n\nAnd a new second one, much shorter.", "lang": "en"})
+        .to_string();
+    std::fs::write(&input, lines.join("\n") + "\n").unwrap();
+    // Without --replace the stale chunks stay beside the new ones.
+    let plain = "t_replace_plain";
+    drop_table(plain);
+    let orig = dir.path().join("orig.jsonl");
+    std::fs::write(&orig, text).unwrap();
+    assert!(job(&orig, plain, &[]).status.success());
+    assert!(job(&input, plain, &[]).status.success());
+    let o = job(&input, table, &["--replace"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let after = dump(table);
+    let fresh = "t_replace_fresh";
+    drop_table(fresh);
+    assert!(job(&input, fresh, &[]).status.success());
+    assert_eq!(after, dump(fresh), "the table equals a fresh load of the edited corpus");
+    assert!(dump(plain).len() > after.len(), "without --replace the stale chunks stay");
+    let others =
+        |rows: &[String]| rows.iter().filter(|r| !r.contains(" doc-003 ")).cloned().collect::<Vec<_>>();
+    assert_eq!(others(&before), others(&after));
+}
+
+/// Committed batches of the job writing `table`, per its progress row.
+fn committed_items(table: &str) -> u64 {
+    let mut c = client();
+    let row = c.query_opt("SELECT totals FROM seamcut_jobs WHERE tbl = $1", &[&table]).ok().flatten();
+    row.map_or(0, |r| {
+        let t: String = r.get(0);
+        serde_json::from_str::<serde_json::Value>(&t).unwrap()["items"].as_u64().unwrap_or(0)
+    })
+}
+
+#[test]
+fn kill_9_then_resume_gives_the_uninterrupted_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = corpus(dir.path(), 120);
+    let reference = "t_kill_ref";
+    let table = "t_kill";
+    drop_table(reference);
+    drop_table(table);
+    let small = ["--batch-bytes", "2000"];
+    assert!(job(&input, reference, &small).status.success());
+    let u = url(table);
+    let mut args = vec!["chunk", input.to_str().unwrap()];
+    args.extend(JOB);
+    args.extend(["-o", &u, "-q"]);
+    args.extend(small);
+    // A run killed right after a batch commits; `resume` runs after the first.
+    let killed = |resume: bool| -> bool {
+        let mut a = args.clone();
+        if resume {
+            a.push("--resume");
+        }
+        let before = committed_items(table);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_seamcut"))
+            .args(&a)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        loop {
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            if committed_items(table) > before {
+                let _ = child.kill(); // SIGKILL
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        !child.wait().unwrap().success()
+    };
+    assert!(killed(false), "the kill did not land mid-job");
+    // Without --resume an interrupted job is refused, naming the flag.
+    let o = seamcut(&args);
+    assert!(!o.status.success() && stderr(&o).contains("--resume"), "{}", stderr(&o));
+    let interrupted = (0..2).filter(|_| killed(true)).count();
+    assert!(interrupted >= 1, "the kills of resumed runs did not land mid-job");
+    let mut a = args.clone();
+    a.push("--resume");
+    let o = seamcut(&a);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(dump(table), dump(reference), "no duplicates, nothing missing");
+}
+
+#[test]
+fn bad_input_and_faults_are_one_line_errors_and_lose_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = corpus(dir.path(), 3);
+    let one_line = |o: &Output| {
+        assert!(!o.status.success());
+        let e = stderr(o);
+        assert_eq!(e.trim_end().lines().count(), 1, "{e}");
+        e
+    };
+    // No vectors asked for.
+    let u = url("t_faults");
+    let e = one_line(&seamcut(&["chunk", input.to_str().unwrap(), "-o", &u, "-q"]));
+    assert!(e.contains("--embeddings"), "{e}");
+    // A server that is not there.
+    let down = "postgresql://seamcut@127.0.0.1:9/seamcut?table=t";
+    let e = one_line(&seamcut(&[
+        "chunk",
+        input.to_str().unwrap(),
+        "--embeddings",
+        "mean",
+        "--chunker",
+        "maxmin",
+        "-o",
+        down,
+    ]));
+    assert!(e.contains("cannot connect") && e.contains("127.0.0.1:9"), "{e}");
+    // A wrong password (and the password never shown).
+    let port = base_url().rsplit(':').next().unwrap().split('/').next().unwrap().to_string();
+    let wrong = format!("postgresql://seamcut_pw:nope@127.0.0.1:{port}/seamcut?table=t_pw");
+    let e = one_line(&seamcut(&[
+        "chunk",
+        input.to_str().unwrap(),
+        "--embeddings",
+        "mean",
+        "--chunker",
+        "maxmin",
+        "-o",
+        &wrong,
+    ]));
+    assert!(e.contains("password authentication failed") && !e.contains("nope"), "{e}");
+    // The password from the environment works.
+    let right = format!("postgresql://seamcut_pw@127.0.0.1:{port}/seamcut?table=t_pw");
+    drop_table("t_pw");
+    let o = Command::new(env!("CARGO_BIN_EXE_seamcut"))
+        .args([
+            "chunk",
+            input.to_str().unwrap(),
+            "--embeddings",
+            "mean",
+            "--chunker",
+            "maxmin",
+            "-q",
+            "-o",
+            &right,
+        ])
+        .env("PGPASSWORD", "seamcut-test")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    // A table name PostgreSQL would refuse, and a table of another dimension or schema.
+    let e = one_line(&seamcut(&["chunk", "-", "--embeddings", "mean", "-o", &url("Bad-Name")]));
+    assert!(e.contains("a table name is"), "{e}");
+    let mut c = client();
+    c.batch_execute(
+        "DROP TABLE IF EXISTS t_dim; CREATE EXTENSION IF NOT EXISTS vector; \
+         CREATE TABLE t_dim (id text PRIMARY KEY, doc_id text NOT NULL, index integer NOT NULL, start bigint NOT NULL, \
+         \"end\" bigint NOT NULL, text text NOT NULL, tokens integer NOT NULL, context text NOT NULL, embedding vector(3) NOT NULL); \
+         DROP TABLE IF EXISTS t_other; CREATE TABLE t_other (id serial, body text)",
+    )
+    .unwrap();
+    let e = one_line(&job(&input, "t_dim", &[]));
+    assert!(e.contains("other columns") || e.contains("dimensions"), "{e}");
+    let e = one_line(&job(&input, "t_other", &[]));
+    assert!(e.contains("other columns"), "{e}");
+    let n: i64 = c.query_one("SELECT count(*) FROM t_other", &[]).unwrap().get(0);
+    assert_eq!(n, 0, "nothing written before the check");
+    // A NUL in a document's text: that document is skipped and counted, the others stored;
+    // a metadata field that is not a string is stored as its JSON text.
+    let odd = dir.path().join("odd.jsonl");
+    std::fs::write(
+        &odd,
+        "{\"id\": \"ok\", \"text\": \"Fine text here.\", \"lang\": 7}\n{\"id\": \"nul\", \"text\": \"Bad \\u0000 text.\", \"lang\": \"en\"}\n",
+    )
+    .unwrap();
+    drop_table("t_odd");
+    let o = seamcut(&[
+        "chunk",
+        odd.to_str().unwrap(),
+        "--chunker",
+        "maxmin",
+        "--embeddings",
+        "mean",
+        "--meta-field",
+        "lang",
+        "-o",
+        &url("t_odd"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("skipped")
+            && e.contains("nul")
+            && e.contains("NUL character")
+            && e.contains("1 unstorable"),
+        "{e}"
+    );
+    let rows = c.query("SELECT doc_id, lang FROM t_odd", &[]).unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(
+        (rows[0].get::<_, String>(0), rows[0].get::<_, String>(1)),
+        ("ok".to_string(), "7".to_string())
+    );
+}
