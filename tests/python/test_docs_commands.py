@@ -37,6 +37,7 @@ NEEDS = {"build", "gpu", "network", "llm-server", "long", "wheel", "cluster"}
 MIN_RUNNABLE_BLOCKS = 25
 MIN_README_BLOCKS = 4
 TIMEOUT_S = 300
+DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 def read(page):
@@ -194,6 +195,7 @@ def environment(d):
     env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
     env["HF_HUB_OFFLINE"] = "1"  # no command here may reach the hub
     env["HOME"] = d  # caches (the LLM answers' included) stay in the folder
+    env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"  # curl reaches the local server directly
     return env
 
 
@@ -224,21 +226,28 @@ def serve_session(cmds, d, env):
         text=True,
         start_new_session=True,
     )
-    log, url = [], None
-    try:
+    log, found = [], {}
+    started = threading.Event()
+
+    def drain():  # read stderr to the end, so the server never blocks on a full pipe
         for line in proc.stderr:
             log.append(line)
             m = re.search(r"serving .* on (http://\S+)", line)
-            if m:
-                url = m.group(1)
-                break
+            if m and not started.is_set():
+                found["url"] = m.group(1)
+                started.set()
+        started.set()
+
+    threading.Thread(target=drain, daemon=True).start()
+    try:
+        started.wait(timeout=120)
+        url = found.get("url")
         assert url, f"the server did not start: {first}\n{''.join(log)}"
-        threading.Thread(target=lambda: log.extend(proc.stderr), daemon=True).start()
         port = url.rsplit(":", 1)[1]
         deadline = time.time() + 120
         while True:
             try:
-                with urllib.request.urlopen(url + "/health", timeout=5) as r:
+                with DIRECT.open(url + "/health", timeout=5) as r:
                     if r.status == 200:
                         break
             except OSError:
