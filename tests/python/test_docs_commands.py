@@ -11,7 +11,8 @@ A block that needs what this test cannot have says so in its info string and is 
 commas). A ```sh serve block is a server session: its first line starts `seamcut serve` on a
 free port, each further line is a `curl -sf` request to it (the block's port 8080 rewritten
 to the real one) that must exit 0, then the server gets SIGTERM and must exit 0.
-CONTRIBUTING.md describes the convention. Needs the CLI; the pages' few all-MiniLM-L6-v2
+CONTRIBUTING.md describes the convention. The pages' relative links, and the #anchors they
+name, must resolve too. Needs the CLI; the pages' few all-MiniLM-L6-v2
 commands need it in models/ (tests/run.sh fetches it)."""
 import glob
 import json
