@@ -1,7 +1,8 @@
-"""The README's Python example runs as written, so it cannot rot: every ```python block of
-README.md's "## Python" section runs verbatim in a fresh interpreter, and the install lines
-above it (the section's ```sh block) install everything those blocks import, through the
-extras the installed wheel declares (`seamcut[arrow]` for pyarrow)."""
+"""The Python examples run as written, so they cannot rot: every ```python block of README.md's
+"## Python" section and of docs/python.md runs verbatim in a fresh interpreter, and the install
+lines above them (the page's ```sh block, whatever its `needs=` marker) install everything
+those blocks import, through the extras the installed wheel declares (`seamcut[arrow]` for
+pyarrow). The shell blocks themselves run in test_docs_commands.py."""
 import ast
 import importlib.metadata
 import os
@@ -9,6 +10,8 @@ import re
 import subprocess
 import sys
 import tempfile
+
+import pytest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -21,27 +24,40 @@ def section(markdown, title):
 
 
 def blocks(markdown, lang):
-    return re.findall(r"^```" + lang + r"\n(.*?)^```", markdown, re.M | re.S)
+    """The bodies of the ```lang blocks, whatever words follow the language (`sh needs=build`)."""
+    return re.findall(r"^```" + lang + r"(?:[ \t][^\n]*)?\n(.*?)^```", markdown, re.M | re.S)
+
+
+def read(page):
+    with open(os.path.join(ROOT, page), encoding="utf-8") as f:
+        return f.read()
+
+
+# Each page with Python examples, and the part of it that holds them and their install lines.
+PAGES = {
+    "README.md": lambda: section(read("README.md"), "## Python"),
+    "docs/python.md": lambda: read("docs/python.md"),
+}
 
 
 def python_section():
-    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
-        return section(f.read(), "## Python")
+    return PAGES["README.md"]()
 
 
-def test_the_python_blocks_run_verbatim():
-    code = blocks(python_section(), "python")
-    assert code, "the README's Python section has no python block"
+@pytest.mark.parametrize("page", sorted(PAGES))
+def test_the_python_blocks_run_verbatim(page):
+    code = blocks(PAGES[page](), "python")
+    assert code, f"{page} has no python block"
     for block in code:
         with tempfile.TemporaryDirectory() as d:
             r = subprocess.run([sys.executable, "-c", block], cwd=d, capture_output=True, text=True)
-            assert r.returncode == 0, f"README block failed:\n{block}\n{r.stderr}"
+            assert r.returncode == 0, f"{page} block failed:\n{block}\n{r.stderr}"
             # What the example shows it makes: chunks, a chunk table, a spec file.
             ns = {}
             cwd = os.getcwd()
             os.chdir(d)
             try:
-                exec(compile(block, "README.md", "exec"), ns)
+                exec(compile(block, page, "exec"), ns)
             finally:
                 os.chdir(cwd)
             if "chunks" in ns:
@@ -53,8 +69,9 @@ def test_the_python_blocks_run_verbatim():
                 assert os.path.getsize(os.path.join(d, name)) > 0
 
 
-def test_the_install_lines_install_what_the_blocks_import():
-    text = python_section()
+@pytest.mark.parametrize("page", sorted(PAGES))
+def test_the_install_lines_install_what_the_blocks_import(page):
+    text = PAGES[page]()
     imports = set()
     for block in blocks(text, "python"):
         for node in ast.walk(ast.parse(block)):
@@ -63,7 +80,7 @@ def test_the_install_lines_install_what_the_blocks_import():
             elif isinstance(node, ast.ImportFrom) and node.module:
                 imports.add(node.module.split(".")[0])
     installs = [line for b in blocks(text, "sh") for line in b.splitlines() if "pip install" in line]
-    assert installs, "no pip install line above the example"
+    assert installs, f"{page}: no pip install line above the example"
     words = " ".join(line.split("#")[0] for line in installs).replace('"', " ").replace("'", " ").split()
     extras = {e.strip() for w in words for m in re.findall(r"^seamcut\[([^\]]+)\]$", w) for e in m.split(",")}
     named = {re.split(r"[\[<>=!~ ]", w)[0].lower() for w in words if not w.startswith("-")}
@@ -77,6 +94,6 @@ def test_the_install_lines_install_what_the_blocks_import():
             declared.add(extra.group(1))
         if extra is None or extra.group(1) in extras:
             provided.add(name)
-    assert extras <= declared, f"the README installs extras {extras - declared} the wheel does not declare"
+    assert extras <= declared, f"{page} installs extras {extras - declared} the wheel does not declare"
     missing = {m for m in imports if m not in provided and m not in sys.stdlib_module_names}
-    assert not missing, f"the README's example imports {missing}, which its install lines do not install"
+    assert not missing, f"{page}'s example imports {missing}, which its install lines do not install"
