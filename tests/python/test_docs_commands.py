@@ -7,8 +7,8 @@ folder starts with small inputs made from the repository's own texts (`make_inpu
 line must exit 0.
 
 A block that needs what this test cannot have says so in its info string and is skipped:
-```sh needs=gpu (or network, llm-server, build, long, wheel, cluster; several joined by
-commas). A ```sh serve block is a server session: its first line starts `seamcut serve` on a
+```sh needs=gpu (or network, llm-server, build, long, wheel, cluster, database; several
+joined by commas; a `database` block runs when $SEAMCUT_TEST_PG names a test server). A ```sh serve block is a server session: its first line starts `seamcut serve` on a
 free port, each further line is a `curl -sf` request to it (the block's port 8080 rewritten
 to the real one) that must exit 0, then the server gets SIGTERM and must exit 0.
 CONTRIBUTING.md describes the convention. The pages' relative links, and the #anchors they
@@ -33,7 +33,11 @@ BIN = os.environ.get("SEAMCUT_BIN", os.path.join(ROOT, "target", "debug", "seamc
 PAGES = ["README.md", "CONTRIBUTING.md"] + sorted(
     os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "docs", "*.md"))
 )
-NEEDS = {"build", "gpu", "network", "llm-server", "long", "wheel", "cluster"}
+NEEDS = {"build", "gpu", "network", "llm-server", "long", "wheel", "cluster", "database"}
+# A `needs=database` block runs when $SEAMCUT_TEST_PG names a PostgreSQL with pgvector (as
+# tests/run.sh starts one), with the pages' example server replaced by it.
+SHOWN_DATABASE = "postgresql://me@localhost:5432/rag"
+TEST_DATABASE = os.environ.get("SEAMCUT_TEST_PG")
 # Fewer runnable blocks than this means blocks were marked away rather than fixed.
 MIN_RUNNABLE_BLOCKS = 28
 MIN_README_BLOCKS = 4
@@ -293,7 +297,7 @@ def test_other_fences_are_not_shell_in_disguise():
 
 @pytest.mark.parametrize("page", PAGES)
 def test_the_commands_of_a_page_run(page):
-    blocks = [b for b in sh_blocks(page) if not b[1]]
+    blocks = [b for b in sh_blocks(page) if not b[1] or (b[1] == {"database"} and TEST_DATABASE)]
     if not blocks:
         pytest.skip(f"{page} has no runnable block")
     assert os.path.exists(BIN), f"no seamcut CLI at {BIN} (set SEAMCUT_BIN)"
@@ -306,6 +310,8 @@ def test_the_commands_of_a_page_run(page):
                     serve_session(cmds, d, env)
                 else:
                     for cmd in cmds:
+                        if TEST_DATABASE:
+                            cmd = cmd.replace(SHOWN_DATABASE, TEST_DATABASE)
                         run_line(cmd, d, env)
             except AssertionError as e:
                 raise AssertionError(f"{page}, the block at line {line}:\n{e}") from None
