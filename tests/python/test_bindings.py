@@ -201,7 +201,7 @@ def test_exceptions_carry_the_cli_messages():
 
 
 def test_embed_equals_the_cli():
-    texts = ["A first sentence.", "Un deuxième, avec des accents.", "日本語", ""]
+    texts = ["A first sentence.", "Un deuxième, avec des accents.", "日本語"]
     v = seamcut.embed(texts)
     assert v.dtype == np.float32 and v.shape[0] == len(texts) and v.flags.c_contiguous
     with tempfile.TemporaryDirectory() as d:
@@ -209,7 +209,13 @@ def test_embed_equals_the_cli():
         open(src, "w", encoding="utf-8").write("\n".join(texts) + "\n")
         cli("embed", "--lines", src, "-o", out, "-q")
         want = np.load(out)
+        # The CLI refuses an empty line (a lines file's empty line is a mistake more often
+        # than a text); the library embeds an empty text as the zero vector.
+        open(src, "w", encoding="utf-8").write("\n".join(texts + [""]) + "\n")
+        r = subprocess.run([BIN, "embed", "--lines", src, "-o", out, "-q"], capture_output=True, text=True)
+        assert r.returncode == 1 and "lines.txt:4: an empty line" in r.stderr, r.stderr
     np.testing.assert_array_equal(v, want)
+    assert not seamcut.embed([""]).any()
     assert seamcut.embed([]).shape == (0, v.shape[1])
 
 

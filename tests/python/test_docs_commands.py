@@ -34,10 +34,13 @@ PAGES = ["README.md", "CONTRIBUTING.md"] + sorted(
     os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "docs", "*.md"))
 )
 NEEDS = {"build", "gpu", "network", "llm-server", "long", "wheel", "cluster", "database"}
-# A `needs=database` block runs when $SEAMCUT_TEST_PG names a PostgreSQL with pgvector (as
-# tests/run.sh starts one), with the pages' example server replaced by it.
+# A `needs=database` block runs when $SEAMCUT_TEST_PG and $SEAMCUT_TEST_CHROMA name a PostgreSQL
+# with pgvector and a Chroma server (as tests/run.sh starts them), with the pages' example
+# servers replaced by them.
 SHOWN_DATABASE = "postgresql://me@localhost:5432/rag"
 TEST_DATABASE = os.environ.get("SEAMCUT_TEST_PG")
+SHOWN_CHROMA = "chroma+http://localhost:8000"
+TEST_CHROMA = os.environ.get("SEAMCUT_TEST_CHROMA")
 # Fewer runnable blocks than this means blocks were marked away rather than fixed.
 MIN_RUNNABLE_BLOCKS = 28
 MIN_README_BLOCKS = 4
@@ -297,7 +300,7 @@ def test_other_fences_are_not_shell_in_disguise():
 
 @pytest.mark.parametrize("page", PAGES)
 def test_the_commands_of_a_page_run(page):
-    blocks = [b for b in sh_blocks(page) if not b[1] or (b[1] == {"database"} and TEST_DATABASE)]
+    blocks = [b for b in sh_blocks(page) if not b[1] or (b[1] == {"database"} and TEST_DATABASE and TEST_CHROMA)]
     if not blocks:
         pytest.skip(f"{page} has no runnable block")
     assert os.path.exists(BIN), f"no seamcut CLI at {BIN} (set SEAMCUT_BIN)"
@@ -310,8 +313,8 @@ def test_the_commands_of_a_page_run(page):
                     serve_session(cmds, d, env)
                 else:
                     for cmd in cmds:
-                        if TEST_DATABASE:
-                            cmd = cmd.replace(SHOWN_DATABASE, TEST_DATABASE)
+                        if TEST_DATABASE and TEST_CHROMA:
+                            cmd = cmd.replace(SHOWN_DATABASE, TEST_DATABASE).replace(SHOWN_CHROMA, TEST_CHROMA)
                         run_line(cmd, d, env)
             except AssertionError as e:
                 raise AssertionError(f"{page}, the block at line {line}:\n{e}") from None

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Writing into pgvector, side by side in one script (the machine is shared and noisy):
+#   benches/db_load.sh [MB] [ROUNDS]
+# On a corpus of MB megabytes (benches/make-corpus.sh), with a 384-dimension static model
+# distilled from all-MiniLM-L6-v2 (so that the vectors have MiniLM's width and the job is not
+# all encoder time), each round runs, in turn:
+#   parquet  seamcut chunk ... -o x.parquet                     (the same job, to a file)
+#   pg       seamcut chunk ... -o postgresql://...?table=bench  (into a fresh table)
+#   copy     psql \copy of the same rows, binary, into a fresh table of the same shape: the
+#            ceiling of a load on this machine
+# and prints one JSON line per run: wall seconds, rows, and for pg the write stage's busy
+# seconds (the summary line's `write`), so rows/s of the write stage and of psql's copy.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mb="${1:-20}"
+rounds="${2:-3}"
+bin="${SEAMCUT_BIN:-target/release/seamcut}"
+work="${SEAMCUT_BENCH_DIR:-/tmp/seamcut-db-bench}"
+mkdir -p "$work"
+[ -x "$bin" ] || cargo build --release --quiet
+models/fetch-minilm.sh >/dev/null
+if [ ! -f "$work/static384/model.safetensors" ]; then
+  "$bin" distill --teacher all-MiniLM-L6-v2 --dims 384 -o "$work/static384" -q
+fi
+if [ ! -f "$work/corpus/corpus-000.jsonl" ]; then
+  benches/make-corpus.sh "$work/corpus" "$(python3 -c "print($mb / 1000)")" >/dev/null
+fi
+url="$(tests/db/postgres.sh start)"
+pgbin="$(tests/db/postgres.sh bin)"
+psql() { "$pgbin/psql" "$url" -q -v ON_ERROR_STOP=1 "$@"; }
+job=(chunk "$work/corpus" --chunker recursive --model "$work/static384" --embeddings reembed -j 2)
+
+busy_write() { sed -n 's/.*write \([0-9.]*\).*/\1/p' "$1"; }
+for r in $(seq 1 "$rounds"); do
+  # parquet
+  rm -f "$work/x.parquet"
+  t0=$(date +%s.%N)
+  "$bin" "${job[@]}" -o "$work/x.parquet" 2>"$work/parquet.log"
+  t1=$(date +%s.%N)
+  echo "{\"round\": $r, \"run\": \"parquet\", \"seconds\": $(echo "$t1 - $t0" | bc), \"write_busy\": $(busy_write "$work/parquet.log")}"
+  # pg, into a fresh table
+  psql -c "DROP TABLE IF EXISTS bench" -c "DELETE FROM seamcut_jobs WHERE tbl = 'bench'" 2>/dev/null ||
+    psql -c "DROP TABLE IF EXISTS bench"
+  t0=$(date +%s.%N)
+  "$bin" "${job[@]}" -o "$url?table=bench" 2>"$work/pg.log"
+  t1=$(date +%s.%N)
+  rows=$(psql -At -c "SELECT count(*) FROM bench")
+  echo "{\"round\": $r, \"run\": \"pg\", \"seconds\": $(echo "$t1 - $t0" | bc), \"write_busy\": $(busy_write "$work/pg.log"), \"rows\": $rows}"
+  # psql's binary copy of the same rows into an empty table of the same shape
+  psql -c "\\copy (SELECT * FROM bench) TO '$work/rows.bin' WITH (FORMAT binary)"
+  psql -c "DROP TABLE IF EXISTS bench_copy" -c "CREATE TABLE bench_copy (LIKE bench INCLUDING ALL)"
+  t0=$(date +%s.%N)
+  psql -c "\\copy bench_copy FROM '$work/rows.bin' WITH (FORMAT binary)"
+  t1=$(date +%s.%N)
+  echo "{\"round\": $r, \"run\": \"copy\", \"seconds\": $(echo "$t1 - $t0" | bc), \"rows\": $rows, \"bytes\": $(stat -c %s "$work/rows.bin")}"
+done
+tail -1 "$work/pg.log" >&2

@@ -1,0 +1,327 @@
+//! Chroma over its HTTP API (v2): `-o chroma+http://HOST:PORT/COLLECTION`.
+//!
+//! `chroma+https://` for TLS; `?tenant=NAME&database=NAME` (default: Chroma's
+//! `default_tenant` and `default_database`); a token from `$CHROMA_API_KEY` (or the variable the
+//! options name) is sent as `x-chroma-token`.
+//!
+//! Chroma has no transactions, so a batch is made safe to run twice instead: its rows are
+//! upserted by id (in requests of at most the server's `max_batch_size` records), then with
+//! `replace` the batch's documents' other rows are deleted (after the new ones are in: a
+//! reader never sees a document without chunks), and only then is the job's progress written
+//! into the collection's metadata. A kill between the two leaves progress one batch behind,
+//! and `--resume` runs that batch again, changing nothing. 429, 5xx and dropped connections
+//! are retried with backoff.
+//!
+//! The collection is created when missing (cosine distance) with the model and dimension in
+//! its metadata; an existing one with another model or dimension is an error before the
+//! first write. Metadata values are strings, or integers for `index`, `start`, `end`,
+//! `tokens`.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::{DbOptions, DbWriter, Rows};
+use crate::output::Columns;
+use crate::pipeline::Totals;
+use crate::{Error, Result};
+
+/// A collection on a Chroma server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChromaTarget {
+    /// `http://HOST:PORT` or `https://...`, without a trailing slash.
+    base: String,
+    tenant: String,
+    database: String,
+    pub collection: String,
+}
+
+impl ChromaTarget {
+    /// # Errors
+    /// A URL without a collection.
+    pub fn parse(url: &str) -> Result<Self> {
+        let bad = |m: &str| Error::Config(format!("{url}: {m}"));
+        let rest =
+            url.strip_prefix("chroma+").ok_or_else(|| bad("expected chroma+http://HOST:PORT/COLLECTION"))?;
+        let (scheme, rest) =
+            rest.split_once("://").ok_or_else(|| bad("expected chroma+http://HOST:PORT/COLLECTION"))?;
+        if scheme != "http" && scheme != "https" {
+            return Err(bad("expected chroma+http:// or chroma+https://"));
+        }
+        let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
+        let (host, collection) = path
+            .split_once('/')
+            .ok_or_else(|| bad("name the collection: chroma+http://HOST:PORT/COLLECTION"))?;
+        let collection = collection.trim_end_matches('/');
+        if collection.is_empty() || collection.contains('/') {
+            return Err(bad("name the collection: chroma+http://HOST:PORT/COLLECTION"));
+        }
+        let (mut tenant, mut database) = ("default_tenant".to_string(), "default_database".to_string());
+        for kv in query.split('&').filter(|s| !s.is_empty()) {
+            match kv.split_once('=') {
+                Some(("tenant", v)) => tenant = v.to_string(),
+                Some(("database", v)) => database = v.to_string(),
+                _ => return Err(bad(&format!("unknown parameter {kv:?} (tenant, database)"))),
+            }
+        }
+        Ok(Self { base: format!("{scheme}://{host}"), tenant, database, collection: collection.to_string() })
+    }
+
+    /// The URL as given, for messages (it holds no secret).
+    #[must_use]
+    pub fn shown(&self) -> String {
+        format!("chroma+{}/{}", self.base, self.collection)
+    }
+
+    fn collections(&self) -> String {
+        format!("{}/api/v2/tenants/{}/databases/{}/collections", self.base, self.tenant, self.database)
+    }
+}
+
+/// A job's writer into a collection.
+pub struct ChromaWriter {
+    target: ChromaTarget,
+    agent: ureq::Agent,
+    token: Option<String>,
+    columns: Columns,
+    opts: DbOptions,
+    /// The collection's id and its metadata as created or found.
+    id: String,
+    metadata: serde_json::Map<String, Value>,
+    /// The metadata key of this job's progress.
+    key: String,
+    committed: Totals,
+    complete: bool,
+    max_batch: usize,
+}
+
+/// What a request got: an answer, or a failure worth retrying or not.
+enum Failure {
+    Transient(String),
+    Final(String),
+}
+
+impl ChromaWriter {
+    /// Reach the server, find or create the collection, check it, read the job's progress.
+    ///
+    /// # Errors
+    /// The server cannot be reached (after retries), refuses the collection's name, or has the
+    /// collection with another model or dimension; an interrupted run without `resume`.
+    pub fn open(target: &ChromaTarget, columns: Columns, job: &str, opts: DbOptions) -> Result<Self> {
+        let dim = columns.dim.ok_or_else(|| {
+            Error::setting(
+                "embeddings",
+                "a database output stores each chunk's vector: choose how to make it",
+            )
+        })?;
+        let agent = ureq::AgentBuilder::new().timeout(Duration::from_secs(120)).build();
+        let token = std::env::var(opts.password_env.as_deref().unwrap_or("CHROMA_API_KEY"))
+            .ok()
+            .filter(|t| !t.is_empty());
+        let key = format!("seamcut_job_{}", &super::chunk_id(job, 0, 0, "")[..16]);
+        let mut w = Self {
+            target: target.clone(),
+            agent,
+            token,
+            columns,
+            opts,
+            id: String::new(),
+            metadata: serde_json::Map::new(),
+            key,
+            committed: Totals::default(),
+            complete: false,
+            max_batch: 1000,
+        };
+        let checks = w.call("GET", &format!("{}/api/v2/pre-flight-checks", w.target.base), None, 3)?;
+        if let Some(n) = checks["max_batch_size"].as_u64().filter(|&n| n > 0) {
+            w.max_batch = n as usize;
+        }
+        let body = json!({
+            "name": w.target.collection,
+            "get_or_create": true,
+            "metadata": {"seamcut_model": w.opts.model, "seamcut_dim": dim, "hnsw:space": "cosine"},
+        });
+        let c = w.call("POST", &w.target.collections(), Some(&body), 3)?;
+        w.id = c["id"].as_str().unwrap_or_default().to_string();
+        w.metadata = c["metadata"].as_object().cloned().unwrap_or_default();
+        let shown = w.target.shown();
+        match (w.metadata.get("seamcut_model").and_then(Value::as_str), w.metadata.get("seamcut_dim").and_then(Value::as_u64)) {
+            (Some(m), Some(d)) if m == w.opts.model && d as usize == dim => {}
+            (Some(m), Some(d)) if d as usize != dim => {
+                return Err(Error::Config(format!(
+                    "{shown}: the collection's vectors have {d} dimensions ({m}), this job's {dim}; write another collection"
+                )))
+            }
+            (Some(m), _) => {
+                return Err(Error::Config(format!(
+                    "{shown}: the collection holds vectors of another model ({m}; this job's: {}); write another collection",
+                    w.opts.model
+                )))
+            }
+            _ => {
+                return Err(Error::Config(format!(
+                    "{shown}: the collection was not written by seamcut (its metadata names no model); write another collection"
+                )))
+            }
+        }
+        if let Some(p) = w.metadata.get(&w.key).and_then(Value::as_str) {
+            let p: Value = serde_json::from_str(p).unwrap_or_default();
+            let done = p["complete"].as_bool().unwrap_or(false);
+            if done {
+                w.complete = w.opts.resume;
+            } else if !w.opts.resume {
+                return Err(Error::Config(format!(
+                    "{shown}: an interrupted run of this job wrote part of the collection: resume it (the same job with {})",
+                    crate::error::named("resume")
+                )));
+            }
+            if w.opts.resume {
+                w.committed = serde_json::from_value(p["totals"].clone()).unwrap_or_default();
+            }
+        }
+        Ok(w)
+    }
+
+    /// One request, retried `tries` times on a transient failure; the answer's JSON.
+    fn call(&self, method: &str, url: &str, body: Option<&Value>, tries: u32) -> Result<Value> {
+        let mut wait = Duration::from_millis(250);
+        let mut attempt = 1;
+        loop {
+            match self.once(method, url, body) {
+                Ok(v) => return Ok(v),
+                Err(Failure::Transient(m)) if attempt < tries => {
+                    let _ = m;
+                    std::thread::sleep(wait);
+                    wait = (wait * 2).min(Duration::from_secs(8));
+                    attempt += 1;
+                }
+                Err(Failure::Transient(m) | Failure::Final(m)) => {
+                    return Err(Error::Config(format!("{}: {m}", self.target.shown())))
+                }
+            }
+        }
+    }
+
+    fn once(&self, method: &str, url: &str, body: Option<&Value>) -> std::result::Result<Value, Failure> {
+        let mut r = self.agent.request(method, url).set("Content-Type", "application/json");
+        if let Some(t) = &self.token {
+            r = r.set("x-chroma-token", t);
+        }
+        let res = match body {
+            Some(b) => r.send_string(&b.to_string()),
+            None => r.call(),
+        };
+        match res {
+            Ok(resp) => {
+                let text =
+                    resp.into_string().map_err(|e| Failure::Transient(format!("reading the answer: {e}")))?;
+                Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
+            }
+            Err(ureq::Error::Status(code, resp)) => {
+                let text = resp.into_string().unwrap_or_default();
+                let m = serde_json::from_str::<Value>(&text)
+                    .ok()
+                    .and_then(|v| v["message"].as_str().or(v["error"].as_str()).map(str::to_string))
+                    .unwrap_or(text);
+                let m = format!("HTTP {code}: {}", m.replace(['\n', '\r'], " "));
+                if code == 429 || code >= 500 {
+                    Err(Failure::Transient(m))
+                } else {
+                    Err(Failure::Final(m))
+                }
+            }
+            Err(e) => Err(Failure::Transient(format!("cannot reach the server: {e}"))),
+        }
+    }
+
+    fn records(&self, url: &str) -> String {
+        format!("{}/{}/{url}", self.target.collections(), self.id)
+    }
+
+    fn progress(&self, totals: &Totals, complete: bool) -> Result<()> {
+        let p = json!({"totals": totals, "complete": complete}).to_string();
+        let mut metadata = self.metadata.clone();
+        metadata.insert(self.key.clone(), Value::String(p));
+        let url = format!("{}/{}", self.target.collections(), self.id);
+        self.call("PUT", &url, Some(&json!({"new_metadata": metadata})), 6).map(|_| ())
+    }
+}
+
+impl DbWriter for ChromaWriter {
+    fn committed(&self) -> &Totals {
+        &self.committed
+    }
+
+    fn complete(&self) -> bool {
+        self.complete
+    }
+
+    fn commit(&mut self, rows: &Rows, totals: &Totals) -> Result<()> {
+        let meta = &self.columns.meta_fields;
+        for part in rows.rows.chunks(self.max_batch.max(1)) {
+            let metadatas: Vec<Value> = part
+                .iter()
+                .map(|r| {
+                    let mut m = json!({
+                        "doc_id": r.doc_id, "index": r.index, "start": r.start, "end": r.end,
+                        "tokens": r.tokens, "context": r.context,
+                    });
+                    for (f, v) in meta.iter().zip(&r.meta) {
+                        if let Some(v) = v {
+                            m[f] = Value::String(v.clone());
+                        }
+                    }
+                    m
+                })
+                .collect();
+            let body = json!({
+                "ids": part.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+                "embeddings": part.iter().map(|r| &r.embedding).collect::<Vec<_>>(),
+                "documents": part.iter().map(|r| r.text.as_str()).collect::<Vec<_>>(),
+                "metadatas": metadatas,
+            });
+            self.call("POST", &self.records("upsert"), Some(&body), 6)?;
+        }
+        if self.opts.replace && !rows.docs.is_empty() {
+            let found = self.call(
+                "POST",
+                &self.records("get"),
+                Some(&json!({"where": {"doc_id": {"$in": rows.docs}}, "include": []})),
+                6,
+            )?;
+            let new: std::collections::HashSet<&str> = rows.rows.iter().map(|r| r.id.as_str()).collect();
+            let stale: Vec<&str> = found["ids"]
+                .as_array()
+                .map(|a| a.iter().filter_map(Value::as_str).filter(|id| !new.contains(id)).collect())
+                .unwrap_or_default();
+            for part in stale.chunks(self.max_batch.max(1)) {
+                self.call("POST", &self.records("delete"), Some(&json!({"ids": part})), 6)?;
+            }
+        }
+        self.progress(totals, false)
+    }
+
+    fn finish(&mut self, totals: &Totals) -> Result<()> {
+        self.progress(totals, true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_name_the_server_and_the_collection() {
+        let t = ChromaTarget::parse("chroma+http://127.0.0.1:8000/docs?tenant=t1&database=d1").unwrap();
+        assert_eq!(t.collections(), "http://127.0.0.1:8000/api/v2/tenants/t1/databases/d1/collections");
+        assert_eq!(t.collection, "docs");
+        assert_eq!(t.shown(), "chroma+http://127.0.0.1:8000/docs");
+        let d = ChromaTarget::parse("chroma+https://chroma.example/docs").unwrap();
+        assert!(d
+            .collections()
+            .starts_with("https://chroma.example/api/v2/tenants/default_tenant/databases/default_database/"));
+        for bad in ["chroma+http://h:1", "chroma+http://h:1/", "chroma+ftp://h/c", "chroma+http://h/c?x=1"] {
+            assert!(ChromaTarget::parse(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# A real Chroma server for the database tests, on 127.0.0.1: PyPI's chromadb (`chroma run`)
+# in .venv-chroma, with a fresh data folder.
+#
+#   tests/db/chroma.sh start   # prints the base URL to export as SEAMCUT_TEST_CHROMA
+#   tests/db/chroma.sh stop
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+venv=.venv-chroma
+state="${SEAMCUT_CHROMA_STATE:-/tmp/seamcut-chroma}"
+case "${1:-start}" in
+start)
+  if [ ! -x "$venv/bin/chroma" ]; then
+    python3 -m venv "$venv"
+    "$venv/bin/python" -m pip install --quiet "chromadb==1.5.9"
+  fi
+  if [ -f "$state/port" ] && curl -sf "http://127.0.0.1:$(cat "$state/port")/api/v2/heartbeat" >/dev/null; then
+    echo "chroma+http://127.0.0.1:$(cat "$state/port")"
+    exit 0
+  fi
+  rm -rf "$state"
+  mkdir -p "$state"
+  port="$("$venv/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+  nohup "$venv/bin/chroma" run --path "$state/data" --host 127.0.0.1 --port "$port" >"$state/server.log" 2>&1 &
+  echo $! >"$state/pid"
+  for _ in $(seq 1 120); do
+    if curl -sf "http://127.0.0.1:$port/api/v2/heartbeat" >/dev/null; then
+      echo "$port" >"$state/port"
+      echo "chroma+http://127.0.0.1:$port"
+      exit 0
+    fi
+    sleep 0.5
+  done
+  echo "chroma did not start: $(tail -5 "$state/server.log")" >&2
+  exit 1
+  ;;
+stop)
+  if [ -f "$state/pid" ]; then kill "$(cat "$state/pid")" 2>/dev/null || true; fi
+  ;;
+*)
+  echo "usage: $0 start|stop" >&2
+  exit 2
+  ;;
+esac

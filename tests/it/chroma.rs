@@ -1,0 +1,243 @@
+//! Corpus jobs into a real Chroma server (`-o chroma+http://HOST:PORT/COLLECTION`): reruns,
+//! `--replace`, kill -9 and `--resume`, the stored vectors, and faults. `tests/run.sh` starts
+//! the server (`tests/db/chroma.sh start`) and sets `SEAMCUT_TEST_CHROMA` to its base URL;
+//! each test writes collections of its own.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{json, Value};
+
+fn base() -> String {
+    std::env::var("SEAMCUT_TEST_CHROMA").unwrap_or_else(|_| {
+        panic!("SEAMCUT_TEST_CHROMA is not set: start a server with `tests/db/chroma.sh start` and export its URL")
+    })
+}
+
+fn http() -> String {
+    base().trim_start_matches("chroma+").to_string()
+}
+
+fn collections() -> String {
+    format!("{}/api/v2/tenants/default_tenant/databases/default_database/collections", http())
+}
+
+fn drop_collection(name: &str) {
+    let _ = ureq::delete(&format!("{}/{name}", collections())).call();
+}
+
+/// The collection's id, if it exists.
+fn collection_id(name: &str) -> Option<String> {
+    let v: Value = ureq::get(&format!("{}/{name}", collections())).call().ok()?.into_json().ok()?;
+    v["id"].as_str().map(str::to_string)
+}
+
+/// Every record as text (id, document, metadata, vector), sorted by id.
+fn dump(name: &str) -> Vec<String> {
+    let id = collection_id(name).unwrap();
+    let v: Value = ureq::post(&format!("{}/{id}/get", collections()))
+        .send_json(json!({"include": ["documents", "metadatas", "embeddings"]}))
+        .unwrap()
+        .into_json()
+        .unwrap();
+    let mut out: Vec<String> = (0..v["ids"].as_array().unwrap().len())
+        .map(|i| {
+            format!("{} {} {} {}", v["ids"][i], v["documents"][i], v["metadatas"][i], v["embeddings"][i])
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn seamcut(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_seamcut")).args(args).output().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn corpus(dir: &Path, n: usize) -> std::path::PathBuf {
+    let sentences: Vec<&str> = include_str!("../../benches/data-sentences.txt").lines().collect();
+    let path = dir.join("corpus.jsonl");
+    let mut out = String::new();
+    for d in 0..n {
+        let text: Vec<String> = (0..2 + d % 3)
+            .map(|p| {
+                (0..3).map(|s| sentences[(d * 7 + p * 3 + s) % sentences.len()]).collect::<Vec<_>>().join(" ")
+            })
+            .collect();
+        out.push_str(
+            &json!({"id": format!("doc-{d:03}"), "text": text.join("\n\n"), "lang": "en"}).to_string(),
+        );
+        out.push('\n');
+    }
+    std::fs::write(&path, out).unwrap();
+    path
+}
+
+fn job(input: &Path, collection: &str, extra: &[&str]) -> Output {
+    let url = format!("{}/{collection}", base());
+    let mut args = vec!["chunk", input.to_str().unwrap(), "--chunker", "maxmin", "--embeddings", "mean"];
+    args.extend(["--meta-field", "lang", "-o", &url, "-q"]);
+    args.extend(extra);
+    seamcut(&args)
+}
+
+#[test]
+fn chroma_reruns_replace_and_the_vectors_of_the_npy() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = corpus(dir.path(), 20);
+    let c = "seamcut-twice";
+    drop_collection(c);
+    let o = job(&input, c, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let first = dump(c);
+    assert!(first.len() > 20);
+    assert!(job(&input, c, &[]).status.success());
+    assert_eq!(dump(c), first, "a rerun changes nothing and adds nothing");
+    // The stored vectors are the .npy's, chunk for chunk.
+    let out = dir.path().join("out.jsonl");
+    let args = [
+        "chunk",
+        input.to_str().unwrap(),
+        "--chunker",
+        "maxmin",
+        "--embeddings",
+        "mean",
+        "-o",
+        out.to_str().unwrap(),
+        "-q",
+    ];
+    assert!(seamcut(&args).status.success());
+    let (npy, rows, dim) = seamcut::npy::read_f32(&dir.path().join("out.npy")).unwrap();
+    let records: Vec<Value> =
+        std::fs::read_to_string(&out).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(records.len(), rows);
+    let id = collection_id(c).unwrap();
+    let v: Value = ureq::post(&format!("{}/{id}/get", collections()))
+        .send_json(json!({"include": ["documents", "metadatas", "embeddings"]}))
+        .unwrap()
+        .into_json()
+        .unwrap();
+    assert_eq!(v["ids"].as_array().unwrap().len(), rows);
+    for i in 0..rows {
+        let m = &v["metadatas"][i];
+        let k = records.iter().position(|r| r["doc_id"] == m["doc_id"] && r["index"] == m["index"]).unwrap();
+        assert_eq!(records[k]["text"], v["documents"][i]);
+        assert_eq!(m["lang"], "en");
+        let got: Vec<f32> =
+            v["embeddings"][i].as_array().unwrap().iter().map(|x| x.as_f64().unwrap() as f32).collect();
+        // Chroma keeps a cosine collection's vectors normalised again in f32: the .npy's row to
+        // its last bit or so.
+        let want = &npy[k * dim..(k + 1) * dim];
+        let worst = got.iter().zip(want).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+        assert!(got.len() == dim && worst <= 1e-6, "{m}: {worst}");
+    }
+    // --replace after an edit leaves exactly the new chunks: equal to a fresh load.
+    let text = std::fs::read_to_string(&input).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    lines[2] =
+        json!({"id": "doc-002", "text": "One new paragraph.\n\nAnother, shorter.", "lang": "en"}).to_string();
+    std::fs::write(&input, lines.join("\n") + "\n").unwrap();
+    let o = job(&input, c, &["--replace"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let fresh = "seamcut-fresh";
+    drop_collection(fresh);
+    assert!(job(&input, fresh, &[]).status.success());
+    assert_eq!(dump(c), dump(fresh));
+}
+
+#[test]
+fn chroma_kill_9_then_resume_gives_the_uninterrupted_collection() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = corpus(dir.path(), 80);
+    let (reference, c) = ("seamcut-kill-ref", "seamcut-kill");
+    drop_collection(reference);
+    drop_collection(c);
+    let small = ["--batch-bytes", "1500"];
+    assert!(job(&input, reference, &small).status.success());
+    let url = format!("{}/{c}", base());
+    let mut args = vec!["chunk", input.to_str().unwrap(), "--chunker", "maxmin", "--embeddings", "mean"];
+    args.extend(["--meta-field", "lang", "-o", &url, "-q"]);
+    args.extend(small);
+    let progress = || -> usize {
+        collection_id(c).map_or(0, |id| {
+            let v: Value = ureq::post(&format!("{}/{id}/get", collections()))
+                .send_json(json!({"include": []}))
+                .unwrap()
+                .into_json()
+                .unwrap();
+            v["ids"].as_array().map_or(0, Vec::len)
+        })
+    };
+    let mut interrupted = 0;
+    for round in 0..3 {
+        let mut a = args.clone();
+        if round > 0 {
+            a.push("--resume");
+        }
+        let before = progress();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_seamcut"))
+            .args(&a)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        loop {
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            if progress() > before {
+                let _ = child.kill();
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        if !child.wait().unwrap().success() {
+            interrupted += 1;
+        }
+    }
+    assert!(interrupted >= 1, "no kill landed mid-job");
+    let mut a = args.clone();
+    a.push("--resume");
+    let o = seamcut(&a);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(dump(c), dump(reference), "no duplicates, nothing missing");
+}
+
+#[test]
+fn chroma_faults_are_one_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = corpus(dir.path(), 2);
+    let one_line = |o: &Output| {
+        assert!(!o.status.success());
+        let e = stderr(o);
+        assert_eq!(e.trim_end().lines().count(), 1, "{e}");
+        e
+    };
+    // A server that is not there.
+    let down = "chroma+http://127.0.0.1:9/c-down";
+    let e = one_line(&seamcut(&[
+        "chunk",
+        input.to_str().unwrap(),
+        "--embeddings",
+        "mean",
+        "--chunker",
+        "maxmin",
+        "-o",
+        down,
+    ]));
+    assert!(e.contains("cannot reach the server"), "{e}");
+    // A collection name Chroma refuses: its own words.
+    let e = one_line(&job(&input, "x", &[]));
+    assert!(e.contains("HTTP 4") && e.contains("name"), "{e}");
+    // A collection of another model, or not written by seamcut.
+    drop_collection("seamcut-other");
+    ureq::post(&collections())
+        .send_json(json!({"name": "seamcut-other", "metadata": {"seamcut_model": "another (abc)", "seamcut_dim": 240}}))
+        .unwrap();
+    let e = one_line(&job(&input, "seamcut-other", &[]));
+    assert!(e.contains("another model"), "{e}");
+    assert!(dump("seamcut-other").is_empty(), "nothing written before the check");
+}
