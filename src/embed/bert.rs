@@ -1,5 +1,7 @@
 //! Sentence-transformers model directories: BERT (all-MiniLM, BGE, E5, GTE style configs),
-//! XLM-RoBERTa/RoBERTa and MPNet, run by [`super::encoder`].
+//! XLM-RoBERTa/RoBERTa and MPNet, run by [`super::encoder`]; ModernBERT, run by
+//! [`super::modernbert`]. `config.json`'s `model_type` picks the network; pooling, the window and
+//! the special tokens are the same code for all of them.
 //!
 //! Reads `config.json` (architecture), memory-maps `model.safetensors`, loads
 //! `tokenizer.json`, and takes pooling (mean or CLS) from the Pooling module named in
@@ -17,6 +19,7 @@ use serde::Deserialize;
 use tokenizers::Tokenizer;
 
 use super::encoder::{Arch, Encoder, EncoderConfig};
+use super::modernbert::{ModernBert, ModernBertConfig};
 use super::{normalize, Embedder, FlatBatch};
 use crate::device::Compute;
 use crate::wordpiece::TextTokenizer;
@@ -29,9 +32,27 @@ pub enum Pooling {
     Cls,
 }
 
-/// A BERT-family encoder.
+/// The network of a model directory, chosen by `config.json`'s `model_type`.
+enum Net {
+    /// BERT, RoBERTa/XLM-RoBERTa, MPNet ([`super::encoder`]).
+    Encoder(Encoder),
+    /// ModernBERT ([`super::modernbert`]).
+    ModernBert(ModernBert),
+}
+
+impl Net {
+    fn forward(&self, batch: &FlatBatch) -> Result<Tensor> {
+        match self {
+            Self::Encoder(e) => e.forward(batch),
+            Self::ModernBert(m) => m.forward(batch),
+        }
+    }
+}
+
+/// A transformer encoder of a sentence-transformers directory: the BERT family
+/// ([`super::encoder`]) or ModernBERT ([`super::modernbert`]).
 pub struct BertEmbedder {
-    encoder: Encoder,
+    encoder: Net,
     tokenizer: TextTokenizer,
     compute: Compute,
     pooling: Pooling,
@@ -163,25 +184,45 @@ impl BertEmbedder {
         let bad = |e: candle_core::Error| {
             Error::model(dir.display(), format!("weights do not match config.json: {}", first_line(&e)))
         };
-        let layout = match kind.as_str() {
-            "bert" => Arch::Bert,
-            "xlm-roberta" | "roberta" | "camembert" => Arch::Roberta,
-            "mpnet" => Arch::Mpnet,
+        let unknown = |other: &str| {
+            let archs = arch.architectures.clone().unwrap_or_default().join(", ");
+            Error::model(
+                dir.display(),
+                format!("unknown architecture {other:?} ({archs}); supported: bert, xlm-roberta, roberta, mpnet, modernbert, or a model2vec static model"),
+            )
+        };
+        let not_config = |e: serde_json::Error| {
+            Error::model(dir.display(), format!("config.json is not a {kind} config: {e}"))
+        };
+        let (encoder, pos_limit) = match kind.as_str() {
+            "modernbert" => {
+                if compute.bf16_products {
+                    return Err(Error::setting(
+                        "dtype",
+                        "bf16 on the CPU (AMX products) runs BERT-family encoders only so far; use f32 for modernbert",
+                    ));
+                }
+                let cfg: ModernBertConfig = serde_json::from_str(&text).map_err(not_config)?;
+                let m = ModernBert::load(vb, &cfg).map_err(bad)?;
+                let limit = m.max_positions;
+                (Net::ModernBert(m), limit)
+            }
             other => {
-                let archs = arch.architectures.unwrap_or_default().join(", ");
-                return Err(Error::model(
-                    dir.display(),
-                    format!("unknown architecture {other:?} ({archs}); supported: bert, xlm-roberta, roberta, mpnet, or a model2vec static model"),
-                ));
+                let layout = match other {
+                    "bert" => Arch::Bert,
+                    "xlm-roberta" | "roberta" | "camembert" => Arch::Roberta,
+                    "mpnet" => Arch::Mpnet,
+                    other => return Err(unknown(other)),
+                };
+                let cfg: EncoderConfig = serde_json::from_str(&text).map_err(not_config)?;
+                let mut encoder = Encoder::load(vb, &cfg, layout).map_err(bad)?;
+                if compute.bf16_products {
+                    encoder = encoder.with_bf16_products().map_err(bad)?;
+                }
+                let limit = encoder.max_positions;
+                (Net::Encoder(encoder), limit)
             }
         };
-        let cfg: EncoderConfig = serde_json::from_str(&text)
-            .map_err(|e| Error::model(dir.display(), format!("config.json is not a {kind} config: {e}")))?;
-        let mut encoder = Encoder::load(vb, &cfg, layout).map_err(bad)?;
-        if compute.bf16_products {
-            encoder = encoder.with_bf16_products().map_err(bad)?;
-        }
-        let pos_limit = encoder.max_positions;
         // The window: sentence-transformers' max_seq_length (older versions keep it in
         // sentence_bert_config.json, newer in tokenizer_config.json's model_max_length), capped
         // by the position embeddings.

@@ -2,8 +2,9 @@
 //!
 //! An [`Embedder`] (one file per model family: [`bert`] for sentence-transformers encoders,
 //! BERT, RoBERTa/XLM-RoBERTa and MPNet, run by [`encoder`] on candle, with [`fused`] f32
-//! CPU ops; [`static_model`] for model2vec static models) embeds a [`FlatBatch`]: the token
-//! ids of many sequences concatenated, with cumulative lengths marking where each starts,
+//! CPU ops, and ModernBERT, run by [`modernbert`] with [`attention`]'s tiled attention;
+//! [`static_model`] for model2vec static models) embeds a [`FlatBatch`]: the token ids of many
+//! sequences concatenated, with cumulative lengths marking where each starts,
 //! as text-embeddings-inference does. Models know nothing about documents.
 //!
 //! [`embed_texts`] is the driver: it tokenizes, applies the long-input rule
@@ -15,12 +16,16 @@
 //! each span (unit or chunk) pooled from its tokens' states ([`Embedder::token_states`]).
 
 pub mod amx;
+pub mod attention;
 pub mod batch;
 pub mod bert;
 pub mod encoder;
 pub mod fused;
 pub mod gelu;
 pub mod late;
+pub mod layers;
+pub mod modernbert;
+pub mod rotary;
 pub mod static_model;
 
 use rayon::prelude::*;
