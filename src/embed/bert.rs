@@ -1,7 +1,8 @@
 //! Sentence-transformers model directories: BERT (all-MiniLM, BGE, E5, GTE style configs),
 //! XLM-RoBERTa/RoBERTa and MPNet, run by [`super::encoder`]; ModernBERT, run by
-//! [`super::modernbert`]. `config.json`'s `model_type` picks the network; pooling, the window and
-//! the special tokens are the same code for all of them.
+//! [`super::modernbert`]; Qwen3 (Qwen3-Embedding), run by [`super::qwen3`]. `config.json`'s
+//! `model_type` picks the network; pooling (mean, CLS, last token), the window and the special
+//! tokens are the same code for all of them.
 //!
 //! Reads `config.json` (architecture), memory-maps `model.safetensors`, loads
 //! `tokenizer.json`, and takes pooling (mean or CLS) from the Pooling module named in
@@ -20,6 +21,7 @@ use tokenizers::Tokenizer;
 
 use super::encoder::{Arch, Encoder, EncoderConfig};
 use super::modernbert::{ModernBert, ModernBertConfig};
+use super::qwen3::{Qwen3, Qwen3Config};
 use super::{normalize, Embedder, FlatBatch};
 use crate::device::Compute;
 use crate::wordpiece::TextTokenizer;
@@ -30,6 +32,9 @@ use crate::{Error, Result};
 pub enum Pooling {
     Mean,
     Cls,
+    /// The last token's state (a decoder's: Qwen3-Embedding); each sequence ends with the EOS
+    /// its tokenizer appends.
+    LastToken,
 }
 
 /// The network of a model directory, chosen by `config.json`'s `model_type`.
@@ -38,6 +43,8 @@ enum Net {
     Encoder(Encoder),
     /// ModernBERT ([`super::modernbert`]).
     ModernBert(ModernBert),
+    /// Qwen3 ([`super::qwen3`]).
+    Qwen3(Qwen3),
 }
 
 impl Net {
@@ -45,12 +52,13 @@ impl Net {
         match self {
             Self::Encoder(e) => e.forward(batch),
             Self::ModernBert(m) => m.forward(batch),
+            Self::Qwen3(m) => m.forward(batch),
         }
     }
 }
 
 /// A transformer encoder of a sentence-transformers directory: the BERT family
-/// ([`super::encoder`]) or ModernBERT ([`super::modernbert`]).
+/// ([`super::encoder`]), ModernBERT ([`super::modernbert`]) or Qwen3 ([`super::qwen3`]).
 pub struct BertEmbedder {
     encoder: Net,
     tokenizer: TextTokenizer,
@@ -87,6 +95,14 @@ struct PoolingConfig {
     pooling_mode_max_tokens: bool,
     #[serde(default)]
     pooling_mode_mean_sqrt_len_tokens: bool,
+    #[serde(default)]
+    pooling_mode_weightedmean_tokens: bool,
+    #[serde(default)]
+    pooling_mode_lasttoken: bool,
+    /// sentence-transformers 6: one mode (`"mean"`, `"cls"`, `"lasttoken"`, ...) or a list of
+    /// them (concatenated), in place of the `pooling_mode_*` flags.
+    #[serde(default)]
+    pooling_mode: Option<serde_json::Value>,
 }
 
 #[derive(Deserialize)]
@@ -137,11 +153,30 @@ fn pooling_of(dir: &Path) -> Result<Pooling> {
         return Ok(Pooling::Mean); // no sentence-transformers metadata: mean, the common default
     };
     let cfg: PoolingConfig = read_json(&pd, "config.json")?;
-    if cfg.pooling_mode_max_tokens || cfg.pooling_mode_mean_sqrt_len_tokens {
-        return Err(Error::model(
-            dir.display(),
-            "unsupported pooling (max or mean-sqrt-len); supported: mean, cls",
-        ));
+    let unsupported = |m: &str| {
+        Error::model(dir.display(), format!("unsupported pooling ({m}); supported: mean, cls, lasttoken"))
+    };
+    if let Some(mode) = &cfg.pooling_mode {
+        let modes: Vec<&str> = match mode {
+            serde_json::Value::String(m) => vec![m.as_str()],
+            serde_json::Value::Array(a) => a.iter().filter_map(serde_json::Value::as_str).collect(),
+            _ => vec![],
+        };
+        return match modes.as_slice() {
+            ["mean"] => Ok(Pooling::Mean),
+            ["cls"] => Ok(Pooling::Cls),
+            ["lasttoken"] => Ok(Pooling::LastToken),
+            _ => Err(unsupported(&mode.to_string())),
+        };
+    }
+    if cfg.pooling_mode_max_tokens
+        || cfg.pooling_mode_mean_sqrt_len_tokens
+        || cfg.pooling_mode_weightedmean_tokens
+    {
+        return Err(unsupported("max, mean-sqrt-len or weighted mean"));
+    }
+    if cfg.pooling_mode_lasttoken && !cfg.pooling_mode_cls_token && !cfg.pooling_mode_mean_tokens {
+        return Ok(Pooling::LastToken);
     }
     Ok(if cfg.pooling_mode_cls_token && !cfg.pooling_mode_mean_tokens { Pooling::Cls } else { Pooling::Mean })
 }
@@ -188,24 +223,30 @@ impl BertEmbedder {
             let archs = arch.architectures.clone().unwrap_or_default().join(", ");
             Error::model(
                 dir.display(),
-                format!("unknown architecture {other:?} ({archs}); supported: bert, xlm-roberta, roberta, mpnet, modernbert, or a model2vec static model"),
+                format!("unknown architecture {other:?} ({archs}); supported: bert, xlm-roberta, roberta, mpnet, modernbert, qwen3, or a model2vec static model"),
             )
         };
         let not_config = |e: serde_json::Error| {
             Error::model(dir.display(), format!("config.json is not a {kind} config: {e}"))
         };
         let (encoder, pos_limit) = match kind.as_str() {
+            "modernbert" | "qwen3" if compute.bf16_products => {
+                return Err(Error::setting(
+                    "dtype",
+                    format!("bf16 on the CPU (AMX products) runs BERT-family encoders only so far; use f32 for {kind}"),
+                ));
+            }
             "modernbert" => {
-                if compute.bf16_products {
-                    return Err(Error::setting(
-                        "dtype",
-                        "bf16 on the CPU (AMX products) runs BERT-family encoders only so far; use f32 for modernbert",
-                    ));
-                }
                 let cfg: ModernBertConfig = serde_json::from_str(&text).map_err(not_config)?;
                 let m = ModernBert::load(vb, &cfg).map_err(bad)?;
                 let limit = m.max_positions;
                 (Net::ModernBert(m), limit)
+            }
+            "qwen3" => {
+                let cfg: Qwen3Config = serde_json::from_str(&text).map_err(not_config)?;
+                let m = Qwen3::load(vb, &cfg).map_err(bad)?;
+                let limit = m.max_positions;
+                (Net::Qwen3(m), limit)
             }
             other => {
                 let layout = match other {
@@ -236,14 +277,7 @@ impl BertEmbedder {
         };
         let max_tokens =
             sbert.and_then(|s| s.max_seq_length).or_else(from_tokenizer_config).unwrap_or(512).min(pos_limit);
-        // The special tokens around every sequence, as the tokenizer's post-processor adds them.
-        let with = tokenizer.encode("", true).map_err(|e| Error::model(dir.display(), e))?;
-        let ids = with.get_ids().to_vec();
-        let (pre, post) = match ids.len() {
-            0 => (vec![], vec![]),
-            1 => (ids.clone(), vec![]),
-            _ => (ids[..1].to_vec(), ids[1..].to_vec()),
-        };
+        let (pre, post) = special_tokens(&tokenizer).map_err(|e| Error::model(dir.display(), e))?;
         Ok(Self {
             encoder,
             tokenizer: TextTokenizer::new(tokenizer),
@@ -260,6 +294,25 @@ impl BertEmbedder {
                 compute.describe()
             ),
         })
+    }
+}
+
+/// The special tokens the tokenizer's post-processor puts before and after every sequence
+/// (`[CLS]` … `[SEP]`, `<s>` … `</s>`, or only an EOS after, as Qwen3-Embedding's does): the
+/// tokens its special-tokens mask marks on either side of a one-word text's content.
+fn special_tokens(t: &Tokenizer) -> tokenizers::Result<(Vec<u32>, Vec<u32>)> {
+    let with = t.encode("a", true)?;
+    let (ids, mask) = (with.get_ids(), with.get_special_tokens_mask());
+    match (mask.iter().position(|&m| m == 0), mask.iter().rposition(|&m| m == 0)) {
+        (Some(first), Some(last)) => Ok((ids[..first].to_vec(), ids[last + 1..].to_vec())),
+        // No content token: the empty text's specials, the first one before.
+        _ => {
+            let ids = t.encode("", true)?.get_ids().to_vec();
+            Ok(match ids.len() {
+                0 => (vec![], vec![]),
+                _ => (ids[..1].to_vec(), ids[1..].to_vec()),
+            })
+        }
     }
 }
 
@@ -355,6 +408,17 @@ impl BertEmbedder {
                 let first: Vec<u32> = batch.cu_seqlens[..n].iter().map(|&s| s as u32).collect();
                 hidden.index_select(&Tensor::from_vec(first, n, &dev)?, 0)?
             }
+            Pooling::LastToken => {
+                // Sequences are never empty here (the tokenizer adds the EOS); an empty one would
+                // take a neighbour's row rather than fail.
+                let top = batch.ids.len().saturating_sub(1);
+                let last: Vec<u32> = batch
+                    .cu_seqlens
+                    .windows(2)
+                    .map(|w| w[1].saturating_sub(1).max(w[0]).min(top) as u32)
+                    .collect();
+                hidden.index_select(&Tensor::from_vec(last, n, &dev)?, 0)?
+            }
             Pooling::Mean => {
                 // Mean over each sequence's tokens as one product: P[i, t] = 1/len_i on its tokens.
                 let total = batch.ids.len();
@@ -382,7 +446,8 @@ impl BertEmbedder {
         use std::sync::atomic::{AtomicBool, Ordering};
         static KERNEL_FAILED: AtomicBool = AtomicBool::new(false);
         let hidden = self.encoder.forward(batch)?; // [tokens, H], the model's dtype
-        if !KERNEL_FAILED.load(Ordering::Relaxed) {
+                                                   // The kernel pools by mean or CLS; the last token is a gather.
+        if self.pooling != Pooling::LastToken && !KERNEL_FAILED.load(Ordering::Relaxed) {
             let cu: Vec<u32> = batch.cu_seqlens.iter().map(|&c| c as u32).collect();
             match crate::kernels::pool(&hidden, &cu, self.pooling == Pooling::Cls) {
                 Ok(t) => return Ok(t),

@@ -2,7 +2,8 @@
 //!
 //! An [`Embedder`] (one file per model family: [`bert`] for sentence-transformers encoders,
 //! BERT, RoBERTa/XLM-RoBERTa and MPNet, run by [`encoder`] on candle, with [`fused`] f32
-//! CPU ops, and ModernBERT, run by [`modernbert`] with [`attention`]'s tiled attention;
+//! CPU ops, and ModernBERT and Qwen3, run by [`modernbert`] and [`qwen3`] with [`attention`]'s
+//! tiled attention;
 //! [`static_model`] for model2vec static models) embeds a [`FlatBatch`]: the token ids of many
 //! sequences concatenated, with cumulative lengths marking where each starts,
 //! as text-embeddings-inference does. Models know nothing about documents.
@@ -25,6 +26,7 @@ pub mod gelu;
 pub mod late;
 pub mod layers;
 pub mod modernbert;
+pub mod qwen3;
 pub mod rotary;
 pub mod static_model;
 

@@ -102,3 +102,11 @@ fn check(arch: &str) -> (f64, f64) {
 fn modernbert_matches_transformers() {
     check("modernbert");
 }
+
+/// A causal decoder with grouped-query heads (and a head size that is not hidden / heads), its
+/// vector the last token (the EOS its tokenizer appends), against sentence-transformers'
+/// left-padded batch.
+#[test]
+fn qwen3_matches_transformers() {
+    check("qwen3");
+}
