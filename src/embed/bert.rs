@@ -1,6 +1,7 @@
 //! Sentence-transformers model directories: BERT (all-MiniLM, BGE, E5, GTE style configs),
 //! XLM-RoBERTa/RoBERTa and MPNet, run by [`super::encoder`]; ModernBERT, run by
-//! [`super::modernbert`]; Qwen3 (Qwen3-Embedding), run by [`super::qwen3`]. `config.json`'s
+//! [`super::modernbert`]; NomicBERT and GTE, run by [`super::rope_bert`]; Qwen3
+//! (Qwen3-Embedding), run by [`super::qwen3`]. `config.json`'s
 //! `model_type` picks the network; pooling (mean, CLS, last token), the window and the special
 //! tokens are the same code for all of them.
 //!
@@ -22,6 +23,7 @@ use tokenizers::Tokenizer;
 use super::encoder::{Arch, Encoder, EncoderConfig};
 use super::modernbert::{ModernBert, ModernBertConfig};
 use super::qwen3::{Qwen3, Qwen3Config};
+use super::rope_bert::{Family, RopeBert, RopeBertConfig};
 use super::{normalize, Embedder, FlatBatch};
 use crate::device::Compute;
 use crate::wordpiece::TextTokenizer;
@@ -43,6 +45,8 @@ enum Net {
     Encoder(Encoder),
     /// ModernBERT ([`super::modernbert`]).
     ModernBert(ModernBert),
+    /// NomicBERT and GTE ([`super::rope_bert`]).
+    RopeBert(RopeBert),
     /// Qwen3 ([`super::qwen3`]).
     Qwen3(Qwen3),
 }
@@ -52,13 +56,15 @@ impl Net {
         match self {
             Self::Encoder(e) => e.forward(batch),
             Self::ModernBert(m) => m.forward(batch),
+            Self::RopeBert(m) => m.forward(batch),
             Self::Qwen3(m) => m.forward(batch),
         }
     }
 }
 
 /// A transformer encoder of a sentence-transformers directory: the BERT family
-/// ([`super::encoder`]), ModernBERT ([`super::modernbert`]) or Qwen3 ([`super::qwen3`]).
+/// ([`super::encoder`]), ModernBERT ([`super::modernbert`]), NomicBERT or GTE
+/// ([`super::rope_bert`]), or Qwen3 ([`super::qwen3`]).
 pub struct BertEmbedder {
     encoder: Net,
     tokenizer: TextTokenizer,
@@ -75,6 +81,7 @@ pub struct BertEmbedder {
 struct ArchConfig {
     model_type: Option<String>,
     architectures: Option<Vec<String>>,
+    #[serde(alias = "n_embd")] // NomicBERT's published config
     hidden_size: usize,
 }
 
@@ -223,14 +230,14 @@ impl BertEmbedder {
             let archs = arch.architectures.clone().unwrap_or_default().join(", ");
             Error::model(
                 dir.display(),
-                format!("unknown architecture {other:?} ({archs}); supported: bert, xlm-roberta, roberta, mpnet, modernbert, qwen3, or a model2vec static model"),
+                format!("unknown architecture {other:?} ({archs}); supported: bert, xlm-roberta, roberta, mpnet, modernbert, nomic_bert, gte (new), qwen3, or a model2vec static model"),
             )
         };
         let not_config = |e: serde_json::Error| {
             Error::model(dir.display(), format!("config.json is not a {kind} config: {e}"))
         };
         let (encoder, pos_limit) = match kind.as_str() {
-            "modernbert" | "qwen3" if compute.bf16_products => {
+            "modernbert" | "qwen3" | "nomic_bert" | "gte" | "new" if compute.bf16_products => {
                 return Err(Error::setting(
                     "dtype",
                     format!("bf16 on the CPU (AMX products) runs BERT-family encoders only so far; use f32 for {kind}"),
@@ -241,6 +248,13 @@ impl BertEmbedder {
                 let m = ModernBert::load(vb, &cfg).map_err(bad)?;
                 let limit = m.max_positions;
                 (Net::ModernBert(m), limit)
+            }
+            "nomic_bert" | "gte" | "new" => {
+                let family = if kind == "nomic_bert" { Family::Nomic } else { Family::Gte };
+                let cfg: RopeBertConfig = serde_json::from_str(&text).map_err(not_config)?;
+                let m = RopeBert::load(vb, &cfg, family).map_err(bad)?;
+                let limit = m.max_positions;
+                (Net::RopeBert(m), limit)
             }
             "qwen3" => {
                 let cfg: Qwen3Config = serde_json::from_str(&text).map_err(not_config)?;

@@ -2,8 +2,8 @@
 //!
 //! An [`Embedder`] (one file per model family: [`bert`] for sentence-transformers encoders,
 //! BERT, RoBERTa/XLM-RoBERTa and MPNet, run by [`encoder`] on candle, with [`fused`] f32
-//! CPU ops, and ModernBERT and Qwen3, run by [`modernbert`] and [`qwen3`] with [`attention`]'s
-//! tiled attention;
+//! CPU ops, and ModernBERT, NomicBERT/GTE and Qwen3, run by [`modernbert`], [`rope_bert`] and
+//! [`qwen3`] with [`attention`]'s tiled attention;
 //! [`static_model`] for model2vec static models) embeds a [`FlatBatch`]: the token ids of many
 //! sequences concatenated, with cumulative lengths marking where each starts,
 //! as text-embeddings-inference does. Models know nothing about documents.
@@ -27,6 +27,7 @@ pub mod late;
 pub mod layers;
 pub mod modernbert;
 pub mod qwen3;
+pub mod rope_bert;
 pub mod rotary;
 pub mod static_model;
 

@@ -1,5 +1,5 @@
 //! Rotary position embeddings (RoPE) on flat token batches, shared by the RoPE architectures
-//! ([`super::modernbert`], [`super::qwen3`]).
+//! ([`super::modernbert`], [`super::rope_bert`], [`super::qwen3`]).
 //!
 //! The "rotate half" form transformers uses for these models: the head's first and second
 //! halves are the two coordinates of each rotated pair, `x·cos + rotate_half(x)·sin`. Angles
@@ -33,6 +33,17 @@ impl Rotary {
             })
             .collect();
         Self { inv_freq }
+    }
+
+    /// Every frequency divided by `by` (in f32, as torch divides a tensor by a number): GTE's NTK
+    /// scaling ([`super::rope_bert`]).
+    #[must_use]
+    pub fn divided(mut self, by: f64) -> Self {
+        let by = by as f32;
+        for f in &mut self.inv_freq {
+            *f /= by;
+        }
+        self
     }
 
     /// Head dimensions rotated.

@@ -5,7 +5,10 @@
 //!
 //! The fixtures' weights are random: these tests check the arithmetic, not any model's quality.
 
-use std::path::PathBuf;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use candle_core::{Device, Tensor};
 
 use seamcut::device::Compute;
 use seamcut::embed::{embed_texts, EmbedOptions, FlatBatch};
@@ -54,7 +57,12 @@ fn worst(a: &[f32], b: &[f32], cols: usize) -> (f64, usize) {
 /// Ids, token states and pooled vectors of `arch`'s fixture against the references; returns the
 /// worst cosines (token states, pooled vectors).
 fn check(arch: &str) -> (f64, f64) {
-    let model = load_dir(&dir(arch), &Compute::cpu()).unwrap();
+    check_dir(arch, &dir(arch))
+}
+
+/// [`check`] with the model loaded from `model_dir` (a copy of `arch`'s fixture, say).
+fn check_dir(arch: &str, model_dir: &Path) -> (f64, f64) {
+    let model = load_dir(model_dir, &Compute::cpu()).unwrap();
     let e = expected(arch);
     assert!(e.ids.iter().any(|s| s.len() > 128), "{arch}: no text past a 128-token block");
 
@@ -109,4 +117,134 @@ fn modernbert_matches_transformers() {
 #[test]
 fn qwen3_matches_transformers() {
     check("qwen3");
+}
+
+/// NomicBERT: post-norm layers, RoPE, SwiGLU, the fused Wqkv and the other published weight
+/// names (which transformers 5 writes), mean pooling.
+#[test]
+fn nomic_bert_matches_transformers() {
+    check("nomic_bert");
+}
+
+/// GTE: post-norm layers, RoPE with the published checkpoints' NTK scaling, GeGLU, biases on
+/// the attention and the down projection, CLS pooling (sentence-transformers 6's `pooling_mode`).
+#[test]
+fn gte_matches_transformers() {
+    check("gte");
+}
+
+/// A copy of `arch`'s fixture with its tensors renamed (and split) by `rename`.
+fn renamed(arch: &str, rename: impl Fn(&str, &Tensor) -> Vec<(String, Tensor)>) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    for e in std::fs::read_dir(dir(arch)).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(tmp.path().join(e.file_name())).unwrap();
+            for f in std::fs::read_dir(e.path()).unwrap() {
+                let f = f.unwrap();
+                std::fs::copy(f.path(), tmp.path().join(e.file_name()).join(f.file_name())).unwrap();
+            }
+        } else if e.file_name() != "model.safetensors" {
+            std::fs::copy(e.path(), tmp.path().join(e.file_name())).unwrap();
+        }
+    }
+    let weights = candle_core::safetensors::load(dir(arch).join("model.safetensors"), &Device::Cpu).unwrap();
+    let out: HashMap<String, Tensor> = weights.iter().flat_map(|(k, v)| rename(k, v)).collect();
+    candle_core::safetensors::save(&out, tmp.path().join("model.safetensors")).unwrap();
+    tmp
+}
+
+/// Edit the `config.json` of a fixture copy.
+fn rewrite_config(d: &tempfile::TempDir, edit: impl Fn(&mut serde_json::Map<String, serde_json::Value>)) {
+    let path = d.path().join("config.json");
+    let mut c: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    edit(&mut c);
+    std::fs::write(&path, serde_json::to_string(&c).unwrap()).unwrap();
+}
+
+/// `t` split into `n` equal parts along its first dimension, named `names` with `suffix`.
+fn split(t: &Tensor, names: &[String], suffix: &str) -> Vec<(String, Tensor)> {
+    let rows = t.dim(0).unwrap() / names.len();
+    names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (format!("{n}{suffix}"), t.narrow(0, i * rows, rows).unwrap()))
+        .collect()
+}
+
+/// transformers 5's own module names (q/k/v split, `post_attention_layernorm`, `gate_proj`, …),
+/// the names its checkpoint conversion maps the published ones to, load too; and GTE's
+/// published names under the `new.` prefix of its masked-LM checkpoints; and the published
+/// checkpoints' config names.
+#[test]
+fn other_weight_names_load_too() {
+    let suffix = |k: &str| if k.ends_with(".bias") { ".bias" } else { ".weight" };
+    let nomic = renamed("nomic_bert", |k, t| {
+        let k = k.replace("encoder.layers.", "layers.").replace("emb_ln", "embeddings.LayerNorm");
+        if let Some(p) = k.strip_suffix(".attn.Wqkv.weight") {
+            let names: Vec<String> =
+                ["q", "k", "v"].iter().map(|x| format!("{p}.self_attn.{x}_proj")).collect();
+            return split(t, &names, ".weight");
+        }
+        let k = k
+            .replace("attn.out_proj", "self_attn.o_proj")
+            .replace("mlp.fc11", "mlp.up_proj")
+            .replace("mlp.fc12", "mlp.gate_proj")
+            .replace("mlp.fc2", "mlp.down_proj")
+            .replace("norm1", "post_attention_layernorm")
+            .replace("norm2", "post_mlp_layernorm");
+        vec![(k, t.clone())]
+    });
+    let gte = renamed("gte", |k, t| {
+        let k = k.replace("encoder.layer.", "layers.");
+        let sfx = suffix(&k);
+        if let Some(p) = k.strip_suffix(&format!(".attention.qkv_proj{sfx}")) {
+            let names: Vec<String> =
+                ["q", "k", "v"].iter().map(|x| format!("{p}.self_attn.{x}_proj")).collect();
+            return split(t, &names, sfx);
+        }
+        if let Some(p) = k.strip_suffix(".mlp.up_gate_proj.weight") {
+            return split(t, &[format!("{p}.mlp.up_proj"), format!("{p}.mlp.gate_proj")], ".weight");
+        }
+        let k = k
+            .replace("attention.o_proj", "self_attn.o_proj")
+            .replace("attn_ln", "post_attention_layernorm")
+            .replace("mlp_ln", "post_mlp_layernorm");
+        vec![(k, t.clone())]
+    });
+    let gte_new = renamed("gte", |k, t| vec![(format!("new.{k}"), t.clone())]);
+    // The published configs' names too: nomic-embed-text's (n_embd, rotary_emb_base, swiglu, ...)
+    // and gte-base-en-v1.5's (model_type new, a top-level rope_theta).
+    let nomic_cfg = renamed("nomic_bert", |k, t| vec![(k.to_string(), t.clone())]);
+    rewrite_config(&nomic_cfg, |c| {
+        for (from, to) in [
+            ("hidden_size", "n_embd"),
+            ("num_hidden_layers", "n_layer"),
+            ("num_attention_heads", "n_head"),
+            ("intermediate_size", "n_inner"),
+            ("layer_norm_eps", "layer_norm_epsilon"),
+            ("max_position_embeddings", "n_positions"),
+        ] {
+            let v = c.remove(from).unwrap();
+            c.insert(to.into(), v);
+        }
+        c.remove("hidden_act");
+        c.remove("rope_parameters");
+        c.insert("activation_function".into(), "swiglu".into());
+        c.insert("rotary_emb_base".into(), 1000.0.into());
+        c.insert("rotary_emb_fraction".into(), 1.0.into());
+        c.insert("rotary_emb_interleaved".into(), false.into());
+    });
+    rewrite_config(&gte_new, |c| {
+        c.insert("model_type".into(), "new".into());
+        c.remove("rope_parameters");
+        c.insert("rope_theta".into(), 160_000.0.into());
+    });
+    for (arch, d) in [("nomic_bert", &nomic), ("gte", &gte), ("gte", &gte_new), ("nomic_bert", &nomic_cfg)] {
+        let names = seamcut::embed::tensor_names(&d.path().join("model.safetensors")).unwrap();
+        assert!(!names.is_empty());
+        let (t, p) = check_dir(arch, d.path());
+        assert!(t >= 0.9999 && p >= 0.9999);
+    }
 }
