@@ -152,20 +152,22 @@ pub fn tiled(q: View, k: View, v: View, cu_seqlens: &[usize], heads: Heads, mask
                 for r in 0..rows {
                     let (a, b) = mask.range(i0 + r, len);
                     let row = &mut s[r * cols..(r + 1) * cols];
-                    // Keys outside this query's range (a window's or causal mask's edge).
+                    // Keys outside this query's range (a window's or causal mask's edge) get no
+                    // weight; the others their e^(score − running max).
                     let (a, b) = (a.clamp(j0, j0 + cols) - j0, b.clamp(j0, j0 + cols) - j0);
-                    row[..a].fill(f32::NEG_INFINITY);
-                    row[b..].fill(f32::NEG_INFINITY);
                     if a >= b {
                         row.fill(0.0);
                         continue;
                     }
-                    let mx = row[a..b].iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                    row[..a].fill(0.0);
+                    row[b..].fill(0.0);
+                    let live = &mut row[a..b];
+                    let mx = live.iter().copied().fold(f32::NEG_INFINITY, f32::max);
                     let new_m = m[r].max(mx);
                     let corr = super::fused::exp(m[r] - new_m);
                     let mut sum = 0f32;
-                    for x in row.iter_mut() {
-                        *x = if *x == f32::NEG_INFINITY { 0.0 } else { super::fused::exp(*x - new_m) };
+                    for x in live.iter_mut() {
+                        *x = super::fused::exp(*x - new_m);
                         sum += *x;
                     }
                     l[r] = l[r] * corr + sum;
