@@ -274,3 +274,53 @@ fn other_weight_names_load_too() {
         assert!(t >= 0.9999 && p >= 0.9999);
     }
 }
+
+/// Each architecture through the command line: `seamcut embed` gives the reference's vectors,
+/// and `seamcut chunk --chunker maxmin --embeddings late` (seams and chunk vectors from one late
+/// pass) chunks a document into contiguous chunks.
+#[test]
+fn command_line_runs_every_architecture() {
+    let tmp = tempfile::tempdir().unwrap();
+    let doc = tmp.path().join("doc.txt");
+    let e = expected("modernbert");
+    let prose: Vec<&str> = e.texts[..9].iter().map(String::as_str).collect();
+    std::fs::write(&doc, prose.join("\n\n")).unwrap();
+    for arch in ["modernbert", "nomic_bert", "gte", "qwen3"] {
+        let e = expected(arch);
+        let lines = tmp.path().join("lines.txt");
+        std::fs::write(&lines, e.texts[..8].join("\n")).unwrap();
+        let npy = tmp.path().join(format!("{arch}.npy"));
+        let model = dir(arch);
+        let run = |args: &[&str]| {
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_seamcut")).args(args).output().unwrap();
+            assert!(out.status.success(), "{arch}: {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+            out
+        };
+        let m = model.to_str().unwrap();
+        run(&["embed", "--model", m, "--lines", lines.to_str().unwrap(), "-o", npy.to_str().unwrap()]);
+        let (got, rows, cols) = seamcut::npy::read_f32(&npy).unwrap();
+        let (want, _, _) = seamcut::npy::read_f32(&dir(arch).join("pooled.npy")).unwrap();
+        assert_eq!(rows, 8);
+        let (c, at) = worst(&got, &want[..8 * cols], cols);
+        assert!(c >= 0.9999, "{arch}: line {at}: cosine {c}");
+        let jsonl = tmp.path().join(format!("{arch}.jsonl"));
+        let (d, o) = (doc.to_str().unwrap(), jsonl.to_str().unwrap());
+        run(&["chunk", "--chunker", "maxmin", "--model", m, "--embeddings", "late", d, "-o", o]);
+        let records: Vec<serde_json::Value> = std::fs::read_to_string(&jsonl)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let text = std::fs::read_to_string(&doc).unwrap();
+        let mut at = 0;
+        for r in &records {
+            assert_eq!(r["start"].as_u64().unwrap() as usize, at, "{arch}: chunks do not tile the document");
+            at = r["end"].as_u64().unwrap() as usize;
+        }
+        // One unit vector per chunk beside the records.
+        let (v, n, d) = seamcut::npy::read_f32(&jsonl.with_extension("npy")).unwrap();
+        assert_eq!((n, d), (records.len(), cols), "{arch}");
+        assert!(v.chunks(d).all(|r| (r.iter().map(|x| x * x).sum::<f32>() - 1.0).abs() < 1e-4), "{arch}");
+        assert_eq!(at, text.len(), "{arch}");
+    }
+}
