@@ -34,14 +34,6 @@ impl Linear {
         Ok(Self { wt: w.t()?.contiguous()?, b })
     }
 
-    /// Output features.
-    ///
-    /// # Errors
-    /// Never for a loaded layer.
-    pub fn out_dim(&self) -> candle_core::Result<usize> {
-        self.wt.dim(1)
-    }
-
     /// Several layers with the same input (Q, K, V) as one: their outputs side by side.
     ///
     /// # Errors

@@ -75,6 +75,18 @@ pub struct RopeBertConfig {
     /// GTE: `layer_norm` (the published models) or `rms_norm`.
     #[serde(default)]
     pub layer_norm_type: Option<String>,
+    /// NomicBERT: norms before attention and feed-forward (false in the published models).
+    #[serde(default)]
+    pub prenorm: Option<bool>,
+    /// NomicBERT: dynamic NTK scaling of the rotation (null in the published models).
+    #[serde(default)]
+    pub rotary_scaling_factor: Option<f64>,
+    /// GTE: attention scaled by log n (false in the published models).
+    #[serde(default)]
+    pub logn_attention_scale: Option<bool>,
+    /// GTE: `rope` in the published models.
+    #[serde(default)]
+    pub position_embedding_type: Option<String>,
 }
 
 /// A RoPE parameter block (transformers 5's `rope_parameters`, the published `rope_scaling`).
@@ -178,6 +190,21 @@ impl RopeBert {
             candle_core::bail!(
                 "layer_norm_type {:?} is not supported (only layer_norm)",
                 cfg.layer_norm_type
+            );
+        }
+        if cfg.prenorm == Some(true) {
+            candle_core::bail!("prenorm is not supported (the published NomicBERT models are post-norm)");
+        }
+        if cfg.rotary_scaling_factor.is_some() {
+            candle_core::bail!("rotary_scaling_factor (dynamic NTK) is not supported");
+        }
+        if cfg.logn_attention_scale == Some(true) {
+            candle_core::bail!("logn_attention_scale is not supported");
+        }
+        if cfg.position_embedding_type.as_deref().is_some_and(|t| t != "rope") {
+            candle_core::bail!(
+                "position_embedding_type {:?} is not supported (only rope)",
+                cfg.position_embedding_type
             );
         }
         let act = match (family, cfg.hidden_act.as_deref()) {

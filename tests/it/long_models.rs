@@ -341,3 +341,29 @@ fn f16_takes_the_padded_path_within_rounding() {
         check_with(arch, &dir(arch), false, &f16, 0.999);
     }
 }
+
+/// A published option these models do not implement is one clear error naming it, not wrong
+/// vectors.
+#[test]
+fn unimplemented_options_are_refused() {
+    for (arch, key, value) in [
+        ("nomic_bert", "prenorm", serde_json::Value::from(true)),
+        ("nomic_bert", "rotary_scaling_factor", 2.0.into()),
+        ("gte", "logn_attention_scale", true.into()),
+        ("gte", "rope_scaling", serde_json::json!({"type": "yarn", "factor": 2.0})),
+        ("modernbert", "rope_parameters", serde_json::json!({"full_attention": {"rope_type": "yarn"}})),
+        ("qwen3", "use_sliding_window", true.into()),
+    ] {
+        let d = renamed(arch, |k, t| vec![(k.to_string(), t.clone())]);
+        rewrite_config(&d, |c| {
+            c.insert(key.into(), value.clone());
+        });
+        let err = load_dir(d.path(), &Compute::cpu())
+            .err()
+            .unwrap_or_else(|| panic!("{arch} {key}: loads"))
+            .to_string();
+        let named = key.split('_').next().unwrap();
+        assert!(err.contains(named) || err.contains("yarn"), "{arch} {key}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+}
