@@ -150,6 +150,21 @@ fn pooling_of(dir: &Path) -> Result<Pooling> {
     let mut pool_dir: Option<PathBuf> = None;
     if dir.join("modules.json").is_file() {
         let modules: Vec<StModule> = read_json(dir, "modules.json")?;
+        // A module seamcut does not run (a Dense head, say) would change every vector: refused,
+        // rather than skipped. Normalize is what seamcut always does.
+        let name = |m: &StModule| m.kind.rsplit('.').next().unwrap_or_default().to_string();
+        if let Some(m) =
+            modules.iter().find(|m| !matches!(name(m).as_str(), "Transformer" | "Pooling" | "Normalize"))
+        {
+            return Err(Error::model(
+                dir.display(),
+                format!(
+                    "modules.json names a {} module ({}), which seamcut does not run (supported: Transformer, Pooling, Normalize)",
+                    name(m),
+                    m.kind
+                ),
+            ));
+        }
         if let Some(m) = modules.iter().find(|m| m.kind.ends_with("Pooling")) {
             pool_dir = Some(dir.join(&m.path));
         }

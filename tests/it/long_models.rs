@@ -367,3 +367,17 @@ fn unimplemented_options_are_refused() {
         assert_eq!(err.lines().count(), 1, "{err}");
     }
 }
+
+/// A sentence-transformers module seamcut does not run (a Dense head) is refused by name, not
+/// skipped (which would give other vectors than the model's).
+#[test]
+fn an_unsupported_module_is_refused() {
+    let d = renamed("gte", |k, t| vec![(k.to_string(), t.clone())]);
+    let path = d.path().join("modules.json");
+    let mut modules: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    modules.push(serde_json::json!({"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.base.modules.dense.Dense"}));
+    std::fs::write(&path, serde_json::to_string(&modules).unwrap()).unwrap();
+    let err = load_dir(d.path(), &Compute::cpu()).err().unwrap().to_string();
+    assert!(err.contains("Dense module"), "{err}");
+}
