@@ -1,15 +1,16 @@
 //! Sentence-transformers model directories: BERT (all-MiniLM, BGE, E5, GTE style configs),
 //! XLM-RoBERTa/RoBERTa and MPNet, run by [`super::encoder`]; ModernBERT, run by
 //! [`super::modernbert`]; NomicBERT and GTE, run by [`super::rope_bert`]; Qwen3
-//! (Qwen3-Embedding), run by [`super::qwen3`]. `config.json`'s
-//! `model_type` picks the network; pooling (mean, CLS, last token), the window and the special
-//! tokens are the same code for all of them.
+//! (Qwen3-Embedding), run by [`super::qwen3`]. `config.json`'s `model_type` picks the network;
+//! pooling (mean, CLS, last token), the window and the special tokens are the same code for all
+//! of them.
 //!
 //! Reads `config.json` (architecture), memory-maps `model.safetensors`, loads
-//! `tokenizer.json`, and takes pooling (mean or CLS) from the Pooling module named in
-//! `modules.json` (`1_Pooling/config.json`), and the window from
-//! `sentence_bert_config.json`'s `max_seq_length`. Vectors are always L2-normalised. On a
-//! GPU the pooling and normalisation are one kernel (`kernels/pool.cu`) and the vectors can
+//! `tokenizer.json`, and takes pooling (mean, CLS or last token) from the Pooling module named
+//! in `modules.json` (`1_Pooling/config.json`; a module other than Transformer, Pooling and
+//! Normalize is refused), and the window from `sentence_bert_config.json`'s `max_seq_length`
+//! (or `tokenizer_config.json`'s `model_max_length`). Vectors are always L2-normalised. On a
+//! GPU the pooling (mean, CLS) and normalisation are one kernel (`kernels/pool.cu`) and the vectors can
 //! stay there ([`super::Embedder::embed_tensor`]); [`super::Embedder::token_states`] gives the
 //! last layer's states for the late pass.
 
