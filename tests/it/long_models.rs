@@ -381,3 +381,25 @@ fn an_unsupported_module_is_refused() {
     let err = load_dir(d.path(), &Compute::cpu()).err().unwrap().to_string();
     assert!(err.contains("Dense module"), "{err}");
 }
+
+/// A text's vector does not depend on which texts share its batch (ARCHITECTURE.md's rule,
+/// 1e-5), for every new architecture: alone, and among the fixture's short texts under several
+/// token budgets.
+#[test]
+fn vectors_do_not_depend_on_batch_composition() {
+    let probe = "The river flows past the old mill toward the sea.";
+    for arch in ["modernbert", "nomic_bert", "gte", "qwen3"] {
+        let model = load_dir(&dir(arch), &Compute::cpu()).unwrap();
+        let e = expected(arch);
+        let (alone, _) = embed_texts(model.as_ref(), &[probe], EmbedOptions::default()).unwrap();
+        for (budget, extra) in [(64, 3), (512, 6), (16_384, 9)] {
+            let mut batch: Vec<&str> = e.texts.iter().take(extra).map(String::as_str).collect();
+            batch.insert(extra / 2, probe);
+            let opts = EmbedOptions { batch_tokens: budget, ..EmbedOptions::default() };
+            let (emb, _) = embed_texts(model.as_ref(), &batch, opts).unwrap();
+            let got = emb.row(extra / 2);
+            let diff = got.iter().zip(alone.row(0)).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+            assert!(diff <= 1e-5, "{arch}: budget {budget}, {extra} others: max abs diff {diff}");
+        }
+    }
+}
