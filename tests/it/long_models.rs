@@ -209,7 +209,8 @@ fn split(t: &Tensor, names: &[String], suffix: &str) -> Vec<(String, Tensor)> {
 /// transformers 5's own module names (q/k/v split, `post_attention_layernorm`, `gate_proj`, …),
 /// the names its checkpoint conversion maps the published ones to, load too; and GTE's
 /// published names under the `new.` prefix of its masked-LM checkpoints; and the published
-/// checkpoints' config names.
+/// checkpoints' config names; and ModernBERT's and Qwen3's language-model checkpoints
+/// (`model.` prefix, a head beside).
 #[test]
 fn other_weight_names_load_too() {
     let suffix = |k: &str| if k.ends_with(".bias") { ".bias" } else { ".weight" };
@@ -274,7 +275,24 @@ fn other_weight_names_load_too() {
         c.remove("rope_parameters");
         c.insert("rope_theta".into(), 160_000.0.into());
     });
-    for (arch, d) in [("nomic_bert", &nomic), ("gte", &gte), ("gte", &gte_new), ("nomic_bert", &nomic_cfg)] {
+    // The masked-LM and causal-LM checkpoints: a `model.` prefix and a head beside it.
+    let with_head = |k: &str, t: &Tensor, head: &str| {
+        let mut v = vec![(format!("model.{k}"), t.clone())];
+        if k.ends_with("embeddings.weight") || k == "embed_tokens.weight" {
+            v.push((head.to_string(), t.clone()));
+        }
+        v
+    };
+    let modernbert = renamed("modernbert", |k, t| with_head(k, t, "decoder.weight"));
+    let qwen3 = renamed("qwen3", |k, t| with_head(k, t, "lm_head.weight"));
+    for (arch, d) in [
+        ("nomic_bert", &nomic),
+        ("gte", &gte),
+        ("gte", &gte_new),
+        ("nomic_bert", &nomic_cfg),
+        ("modernbert", &modernbert),
+        ("qwen3", &qwen3),
+    ] {
         let names = seamcut::embed::tensor_names(&d.path().join("model.safetensors")).unwrap();
         assert!(!names.is_empty());
         let (t, p) = check_dir(arch, d.path(), false);
