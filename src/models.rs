@@ -79,13 +79,15 @@ pub fn models_dir() -> PathBuf {
 }
 
 /// Files a model directory may need, fetched from the hub when the model is remote.
-const HUB_FILES: [(&str, bool); 6] = [
+const HUB_FILES: [(&str, bool); 7] = [
     ("config.json", true),
     ("tokenizer.json", true),
     ("model.safetensors", true),
     ("modules.json", false),
     ("sentence_bert_config.json", false),
     ("1_Pooling/config.json", false),
+    // The window of a model whose sentence-transformers config does not give one.
+    ("tokenizer_config.json", false),
 ];
 
 /// Resolve a `--model` value to a local directory, downloading from the hub if needed.

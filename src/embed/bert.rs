@@ -1,11 +1,16 @@
 //! Sentence-transformers model directories: BERT (all-MiniLM, BGE, E5, GTE style configs),
-//! XLM-RoBERTa/RoBERTa and MPNet, run by [`super::encoder`].
+//! XLM-RoBERTa/RoBERTa and MPNet, run by [`super::encoder`]; ModernBERT, run by
+//! [`super::modernbert`]; NomicBERT and GTE, run by [`super::rope_bert`]; Qwen3
+//! (Qwen3-Embedding), run by [`super::qwen3`]. `config.json`'s `model_type` picks the network;
+//! pooling (mean, CLS, last token), the window and the special tokens are the same code for all
+//! of them.
 //!
 //! Reads `config.json` (architecture), memory-maps `model.safetensors`, loads
-//! `tokenizer.json`, and takes pooling (mean or CLS) from the Pooling module named in
-//! `modules.json` (`1_Pooling/config.json`), and the window from
-//! `sentence_bert_config.json`'s `max_seq_length`. Vectors are always L2-normalised. On a
-//! GPU the pooling and normalisation are one kernel (`kernels/pool.cu`) and the vectors can
+//! `tokenizer.json`, and takes pooling (mean, CLS or last token) from the Pooling module named
+//! in `modules.json` (`1_Pooling/config.json`; a module other than Transformer, Pooling and
+//! Normalize is refused), and the window from `sentence_bert_config.json`'s `max_seq_length`
+//! (or `tokenizer_config.json`'s `model_max_length`). Vectors are always L2-normalised. On a
+//! GPU the pooling (mean, CLS) and normalisation are one kernel (`kernels/pool.cu`) and the vectors can
 //! stay there ([`super::Embedder::embed_tensor`]); [`super::Embedder::token_states`] gives the
 //! last layer's states for the late pass.
 
@@ -17,6 +22,9 @@ use serde::Deserialize;
 use tokenizers::Tokenizer;
 
 use super::encoder::{Arch, Encoder, EncoderConfig};
+use super::modernbert::{ModernBert, ModernBertConfig};
+use super::qwen3::{Qwen3, Qwen3Config};
+use super::rope_bert::{Family, RopeBert, RopeBertConfig};
 use super::{normalize, Embedder, FlatBatch};
 use crate::device::Compute;
 use crate::wordpiece::TextTokenizer;
@@ -27,11 +35,39 @@ use crate::{Error, Result};
 pub enum Pooling {
     Mean,
     Cls,
+    /// The last token's state (a decoder's: Qwen3-Embedding); each sequence ends with the EOS
+    /// its tokenizer appends.
+    LastToken,
 }
 
-/// A BERT-family encoder.
+/// The network of a model directory, chosen by `config.json`'s `model_type`.
+enum Net {
+    /// BERT, RoBERTa/XLM-RoBERTa, MPNet ([`super::encoder`]).
+    Encoder(Encoder),
+    /// ModernBERT ([`super::modernbert`]).
+    ModernBert(ModernBert),
+    /// NomicBERT and GTE ([`super::rope_bert`]).
+    RopeBert(RopeBert),
+    /// Qwen3 ([`super::qwen3`]).
+    Qwen3(Qwen3),
+}
+
+impl Net {
+    fn forward(&self, batch: &FlatBatch) -> Result<Tensor> {
+        match self {
+            Self::Encoder(e) => e.forward(batch),
+            Self::ModernBert(m) => m.forward(batch),
+            Self::RopeBert(m) => m.forward(batch),
+            Self::Qwen3(m) => m.forward(batch),
+        }
+    }
+}
+
+/// A transformer encoder of a sentence-transformers directory: the BERT family
+/// ([`super::encoder`]), ModernBERT ([`super::modernbert`]), NomicBERT or GTE
+/// ([`super::rope_bert`]), or Qwen3 ([`super::qwen3`]).
 pub struct BertEmbedder {
-    encoder: Encoder,
+    encoder: Net,
     tokenizer: TextTokenizer,
     compute: Compute,
     pooling: Pooling,
@@ -46,6 +82,7 @@ pub struct BertEmbedder {
 struct ArchConfig {
     model_type: Option<String>,
     architectures: Option<Vec<String>>,
+    #[serde(alias = "n_embd")] // NomicBERT's published config
     hidden_size: usize,
 }
 
@@ -66,6 +103,14 @@ struct PoolingConfig {
     pooling_mode_max_tokens: bool,
     #[serde(default)]
     pooling_mode_mean_sqrt_len_tokens: bool,
+    #[serde(default)]
+    pooling_mode_weightedmean_tokens: bool,
+    #[serde(default)]
+    pooling_mode_lasttoken: bool,
+    /// sentence-transformers 6: one mode (`"mean"`, `"cls"`, `"lasttoken"`, ...) or a list of
+    /// them (concatenated), in place of the `pooling_mode_*` flags.
+    #[serde(default)]
+    pooling_mode: Option<serde_json::Value>,
 }
 
 #[derive(Deserialize)]
@@ -106,6 +151,21 @@ fn pooling_of(dir: &Path) -> Result<Pooling> {
     let mut pool_dir: Option<PathBuf> = None;
     if dir.join("modules.json").is_file() {
         let modules: Vec<StModule> = read_json(dir, "modules.json")?;
+        // A module seamcut does not run (a Dense head, say) would change every vector: refused,
+        // rather than skipped. Normalize is what seamcut always does.
+        let name = |m: &StModule| m.kind.rsplit('.').next().unwrap_or_default().to_string();
+        if let Some(m) =
+            modules.iter().find(|m| !matches!(name(m).as_str(), "Transformer" | "Pooling" | "Normalize"))
+        {
+            return Err(Error::model(
+                dir.display(),
+                format!(
+                    "modules.json names a {} module ({}), which seamcut does not run (supported: Transformer, Pooling, Normalize)",
+                    name(m),
+                    m.kind
+                ),
+            ));
+        }
         if let Some(m) = modules.iter().find(|m| m.kind.ends_with("Pooling")) {
             pool_dir = Some(dir.join(&m.path));
         }
@@ -116,11 +176,30 @@ fn pooling_of(dir: &Path) -> Result<Pooling> {
         return Ok(Pooling::Mean); // no sentence-transformers metadata: mean, the common default
     };
     let cfg: PoolingConfig = read_json(&pd, "config.json")?;
-    if cfg.pooling_mode_max_tokens || cfg.pooling_mode_mean_sqrt_len_tokens {
-        return Err(Error::model(
-            dir.display(),
-            "unsupported pooling (max or mean-sqrt-len); supported: mean, cls",
-        ));
+    let unsupported = |m: &str| {
+        Error::model(dir.display(), format!("unsupported pooling ({m}); supported: mean, cls, lasttoken"))
+    };
+    if let Some(mode) = &cfg.pooling_mode {
+        let modes: Vec<&str> = match mode {
+            serde_json::Value::String(m) => vec![m.as_str()],
+            serde_json::Value::Array(a) => a.iter().filter_map(serde_json::Value::as_str).collect(),
+            _ => vec![],
+        };
+        return match modes.as_slice() {
+            ["mean"] => Ok(Pooling::Mean),
+            ["cls"] => Ok(Pooling::Cls),
+            ["lasttoken"] => Ok(Pooling::LastToken),
+            _ => Err(unsupported(&mode.to_string())),
+        };
+    }
+    if cfg.pooling_mode_max_tokens
+        || cfg.pooling_mode_mean_sqrt_len_tokens
+        || cfg.pooling_mode_weightedmean_tokens
+    {
+        return Err(unsupported("max, mean-sqrt-len or weighted mean"));
+    }
+    if cfg.pooling_mode_lasttoken && !cfg.pooling_mode_cls_token && !cfg.pooling_mode_mean_tokens {
+        return Ok(Pooling::LastToken);
     }
     Ok(if cfg.pooling_mode_cls_token && !cfg.pooling_mode_mean_tokens { Pooling::Cls } else { Pooling::Mean })
 }
@@ -163,25 +242,58 @@ impl BertEmbedder {
         let bad = |e: candle_core::Error| {
             Error::model(dir.display(), format!("weights do not match config.json: {}", first_line(&e)))
         };
-        let layout = match kind.as_str() {
-            "bert" => Arch::Bert,
-            "xlm-roberta" | "roberta" | "camembert" => Arch::Roberta,
-            "mpnet" => Arch::Mpnet,
-            other => {
-                let archs = arch.architectures.unwrap_or_default().join(", ");
-                return Err(Error::model(
-                    dir.display(),
-                    format!("unknown architecture {other:?} ({archs}); supported: bert, xlm-roberta, roberta, mpnet, or a model2vec static model"),
+        let unknown = |other: &str| {
+            let archs = arch.architectures.clone().unwrap_or_default().join(", ");
+            Error::model(
+                dir.display(),
+                format!("unknown architecture {other:?} ({archs}); supported: bert, xlm-roberta, roberta, mpnet, modernbert, nomic_bert, gte (new), qwen3, or a model2vec static model"),
+            )
+        };
+        let not_config = |e: serde_json::Error| {
+            Error::model(dir.display(), format!("config.json is not a {kind} config: {e}"))
+        };
+        let (encoder, pos_limit) = match kind.as_str() {
+            "modernbert" | "qwen3" | "nomic_bert" | "gte" | "new" if compute.bf16_products => {
+                return Err(Error::setting(
+                    "dtype",
+                    format!("bf16 on the CPU (AMX products) runs BERT-family encoders only so far; use f32 for {kind}"),
                 ));
             }
+            "modernbert" => {
+                let cfg: ModernBertConfig = serde_json::from_str(&text).map_err(not_config)?;
+                let m = ModernBert::load(vb, &cfg).map_err(bad)?;
+                let limit = m.max_positions;
+                (Net::ModernBert(m), limit)
+            }
+            "nomic_bert" | "gte" | "new" => {
+                let family = if kind == "nomic_bert" { Family::Nomic } else { Family::Gte };
+                let cfg: RopeBertConfig = serde_json::from_str(&text).map_err(not_config)?;
+                let m = RopeBert::load(vb, &cfg, family).map_err(bad)?;
+                let limit = m.max_positions;
+                (Net::RopeBert(m), limit)
+            }
+            "qwen3" => {
+                let cfg: Qwen3Config = serde_json::from_str(&text).map_err(not_config)?;
+                let m = Qwen3::load(vb, &cfg).map_err(bad)?;
+                let limit = m.max_positions;
+                (Net::Qwen3(m), limit)
+            }
+            other => {
+                let layout = match other {
+                    "bert" => Arch::Bert,
+                    "xlm-roberta" | "roberta" | "camembert" => Arch::Roberta,
+                    "mpnet" => Arch::Mpnet,
+                    other => return Err(unknown(other)),
+                };
+                let cfg: EncoderConfig = serde_json::from_str(&text).map_err(not_config)?;
+                let mut encoder = Encoder::load(vb, &cfg, layout).map_err(bad)?;
+                if compute.bf16_products {
+                    encoder = encoder.with_bf16_products().map_err(bad)?;
+                }
+                let limit = encoder.max_positions;
+                (Net::Encoder(encoder), limit)
+            }
         };
-        let cfg: EncoderConfig = serde_json::from_str(&text)
-            .map_err(|e| Error::model(dir.display(), format!("config.json is not a {kind} config: {e}")))?;
-        let mut encoder = Encoder::load(vb, &cfg, layout).map_err(bad)?;
-        if compute.bf16_products {
-            encoder = encoder.with_bf16_products().map_err(bad)?;
-        }
-        let pos_limit = encoder.max_positions;
         // The window: sentence-transformers' max_seq_length (older versions keep it in
         // sentence_bert_config.json, newer in tokenizer_config.json's model_max_length), capped
         // by the position embeddings.
@@ -195,14 +307,7 @@ impl BertEmbedder {
         };
         let max_tokens =
             sbert.and_then(|s| s.max_seq_length).or_else(from_tokenizer_config).unwrap_or(512).min(pos_limit);
-        // The special tokens around every sequence, as the tokenizer's post-processor adds them.
-        let with = tokenizer.encode("", true).map_err(|e| Error::model(dir.display(), e))?;
-        let ids = with.get_ids().to_vec();
-        let (pre, post) = match ids.len() {
-            0 => (vec![], vec![]),
-            1 => (ids.clone(), vec![]),
-            _ => (ids[..1].to_vec(), ids[1..].to_vec()),
-        };
+        let (pre, post) = special_tokens(&tokenizer).map_err(|e| Error::model(dir.display(), e))?;
         // The window as a user counts it: the text's tokens, less the special tokens.
         let text_tokens = max_tokens.saturating_sub(pre.len() + post.len());
         Ok(Self {
@@ -221,6 +326,25 @@ impl BertEmbedder {
                 compute.describe()
             ),
         })
+    }
+}
+
+/// The special tokens the tokenizer's post-processor puts before and after every sequence
+/// (`[CLS]` … `[SEP]`, `<s>` … `</s>`, or only an EOS after, as Qwen3-Embedding's does): the
+/// tokens its special-tokens mask marks on either side of a one-word text's content.
+fn special_tokens(t: &Tokenizer) -> tokenizers::Result<(Vec<u32>, Vec<u32>)> {
+    let with = t.encode("a", true)?;
+    let (ids, mask) = (with.get_ids(), with.get_special_tokens_mask());
+    match (mask.iter().position(|&m| m == 0), mask.iter().rposition(|&m| m == 0)) {
+        (Some(first), Some(last)) => Ok((ids[..first].to_vec(), ids[last + 1..].to_vec())),
+        // No content token: the empty text's specials, the first one before.
+        _ => {
+            let ids = t.encode("", true)?.get_ids().to_vec();
+            Ok(match ids.len() {
+                0 => (vec![], vec![]),
+                _ => (ids[..1].to_vec(), ids[1..].to_vec()),
+            })
+        }
     }
 }
 
@@ -316,6 +440,17 @@ impl BertEmbedder {
                 let first: Vec<u32> = batch.cu_seqlens[..n].iter().map(|&s| s as u32).collect();
                 hidden.index_select(&Tensor::from_vec(first, n, &dev)?, 0)?
             }
+            Pooling::LastToken => {
+                // Sequences are never empty here (the tokenizer adds the EOS); an empty one would
+                // take a neighbour's row rather than fail.
+                let top = batch.ids.len().saturating_sub(1);
+                let last: Vec<u32> = batch
+                    .cu_seqlens
+                    .windows(2)
+                    .map(|w| w[1].saturating_sub(1).max(w[0]).min(top) as u32)
+                    .collect();
+                hidden.index_select(&Tensor::from_vec(last, n, &dev)?, 0)?
+            }
             Pooling::Mean => {
                 // Mean over each sequence's tokens as one product: P[i, t] = 1/len_i on its tokens.
                 let total = batch.ids.len();
@@ -343,7 +478,8 @@ impl BertEmbedder {
         use std::sync::atomic::{AtomicBool, Ordering};
         static KERNEL_FAILED: AtomicBool = AtomicBool::new(false);
         let hidden = self.encoder.forward(batch)?; // [tokens, H], the model's dtype
-        if !KERNEL_FAILED.load(Ordering::Relaxed) {
+                                                   // The kernel pools by mean or CLS; the last token is a gather.
+        if self.pooling != Pooling::LastToken && !KERNEL_FAILED.load(Ordering::Relaxed) {
             let cu: Vec<u32> = batch.cu_seqlens.iter().map(|&c| c as u32).collect();
             match crate::kernels::pool(&hidden, &cu, self.pooling == Pooling::Cls) {
                 Ok(t) => return Ok(t),

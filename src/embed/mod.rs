@@ -2,8 +2,10 @@
 //!
 //! An [`Embedder`] (one file per model family: [`bert`] for sentence-transformers encoders,
 //! BERT, RoBERTa/XLM-RoBERTa and MPNet, run by [`encoder`] on candle, with [`fused`] f32
-//! CPU ops; [`static_model`] for model2vec static models) embeds a [`FlatBatch`]: the token
-//! ids of many sequences concatenated, with cumulative lengths marking where each starts,
+//! CPU ops, and ModernBERT, NomicBERT/GTE and Qwen3, run by [`modernbert`], [`rope_bert`] and
+//! [`qwen3`] with [`attention`]'s tiled attention;
+//! [`static_model`] for model2vec static models) embeds a [`FlatBatch`]: the token ids of many
+//! sequences concatenated, with cumulative lengths marking where each starts,
 //! as text-embeddings-inference does. Models know nothing about documents.
 //!
 //! [`embed_texts`] is the driver: it tokenizes, applies the long-input rule
@@ -15,12 +17,18 @@
 //! each span (unit or chunk) pooled from its tokens' states ([`Embedder::token_states`]).
 
 pub mod amx;
+pub mod attention;
 pub mod batch;
 pub mod bert;
 pub mod encoder;
 pub mod fused;
 pub mod gelu;
 pub mod late;
+pub mod layers;
+pub mod modernbert;
+pub mod qwen3;
+pub mod rope_bert;
+pub mod rotary;
 pub mod static_model;
 
 use rayon::prelude::*;

@@ -10,6 +10,7 @@ mod corpus_jobs;
 mod embed_parity;
 mod kernels;
 mod late;
+mod long_models;
 mod long_words;
 mod lumber;
 mod metrics_parity;
