@@ -258,7 +258,11 @@ impl DbWriter for ChromaWriter {
 
     fn commit(&mut self, rows: &Rows, totals: &Totals) -> Result<()> {
         let meta = &self.columns.meta_fields;
-        for part in rows.rows.chunks(self.max_batch.max(1)) {
+        // One record per id: a corpus that repeats a chunk (the same document twice) has it
+        // twice in a batch, and Chroma refuses a request with an id twice.
+        let mut seen = std::collections::HashSet::new();
+        let unique: Vec<&super::Row> = rows.rows.iter().filter(|r| seen.insert(r.id.as_str())).collect();
+        for part in unique.chunks(self.max_batch.max(1)) {
             let metadatas: Vec<Value> = part
                 .iter()
                 .map(|r| {

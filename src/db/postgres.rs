@@ -169,6 +169,11 @@ pub struct PgWriter {
     /// What the job had committed when it was opened (a resumed job's progress).
     committed: Totals,
     complete: bool,
+    /// COPY straight into the table, with no staging table and upsert: a table that was empty
+    /// when the job opened it, without `replace`, has none of the batch's ids (a killed
+    /// batch's rows were rolled back), unless the corpus repeats a chunk; then the unique
+    /// violation sends that batch, and the rest of the job, through the upsert.
+    direct: bool,
     /// Tries per batch and the first backoff.
     tries: u32,
     backoff: Duration,
@@ -221,11 +226,20 @@ impl PgWriter {
             job,
             committed: Totals::default(),
             complete: false,
+            direct: false,
             tries: 6,
             backoff: Duration::from_millis(250),
         };
         w.prepare_table(dim)?;
         w.read_progress()?;
+        if !w.opts.replace {
+            let empty: bool = w
+                .client
+                .query_one(&format!("SELECT NOT EXISTS (SELECT 1 FROM {})", w.target.quoted()), &[])
+                .map_err(w.sql_err("reading the table"))?
+                .get(0);
+            w.direct = empty;
+        }
         Ok(w)
     }
 
@@ -386,6 +400,9 @@ impl PgWriter {
         loop {
             match self.try_commit(rows, totals, false) {
                 Ok(()) => return Ok(()),
+                Err(e) if self.direct && e.code() == Some(&postgres::error::SqlState::UNIQUE_VIOLATION) => {
+                    self.direct = false;
+                }
                 Err(e) if transient(&e) && attempt < self.tries => {
                     std::thread::sleep(wait);
                     wait = (wait * 2).min(Duration::from_secs(8));
@@ -423,10 +440,13 @@ impl PgWriter {
             .collect();
         let totals_json = serde_json::to_string(totals).unwrap_or_default();
         let mut tx = self.client.transaction()?;
+        let into = if self.direct { t.clone() } else { "seamcut_staging".to_string() };
         if !rows.rows.is_empty() || (self.opts.replace && !rows.docs.is_empty()) {
-            tx.batch_execute(&format!(
-                "CREATE TEMP TABLE IF NOT EXISTS seamcut_staging (LIKE {t} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
-            ))?;
+            if !self.direct {
+                tx.batch_execute(&format!(
+                    "CREATE TEMP TABLE IF NOT EXISTS seamcut_staging (LIKE {t} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
+                ))?;
+            }
             let vector = tx.prepare("SELECT $1::vector")?.params()[0].clone();
             let types: Vec<Type> = FIXED
                 .iter()
@@ -438,10 +458,8 @@ impl PgWriter {
                 .chain(meta.iter().map(|_| Type::TEXT))
                 .chain([vector])
                 .collect();
-            let sink = tx.copy_in(&format!(
-                "COPY seamcut_staging ({}) FROM STDIN WITH (FORMAT BINARY)",
-                names.join(", ")
-            ))?;
+            let sink =
+                tx.copy_in(&format!("COPY {into} ({}) FROM STDIN WITH (FORMAT BINARY)", names.join(", ")))?;
             let mut w = BinaryCopyInWriter::new(sink, &types);
             for r in &rows.rows {
                 let v = pgvector::Vector::from(r.embedding.clone());
@@ -452,12 +470,16 @@ impl PgWriter {
                 w.write(&values)?;
             }
             w.finish()?;
-            let set: Vec<String> = names.iter().skip(1).map(|c| format!("{c} = EXCLUDED.{c}")).collect();
-            tx.batch_execute(&format!(
-                "INSERT INTO {t} ({cols}) SELECT {cols} FROM seamcut_staging ON CONFLICT (\"id\") DO UPDATE SET {}",
-                set.join(", "),
-                cols = names.join(", ")
-            ))?;
+            if !self.direct {
+                // One row per id: a corpus that repeats a chunk (the same document twice) has
+                // it twice in a batch, and one INSERT may not update a row twice.
+                let set: Vec<String> = names.iter().skip(1).map(|c| format!("{c} = EXCLUDED.{c}")).collect();
+                tx.batch_execute(&format!(
+                    "INSERT INTO {t} ({cols}) SELECT DISTINCT ON (\"id\") {cols} FROM seamcut_staging ON CONFLICT (\"id\") DO UPDATE SET {}",
+                    set.join(", "),
+                    cols = names.join(", ")
+                ))?;
+            }
             if self.opts.replace {
                 tx.execute(
                     &format!(

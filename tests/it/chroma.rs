@@ -240,4 +240,26 @@ fn chroma_faults_are_one_line_errors() {
     let e = one_line(&job(&input, "seamcut-other", &[]));
     assert!(e.contains("another model"), "{e}");
     assert!(dump("seamcut-other").is_empty(), "nothing written before the check");
+    // A corpus that repeats a document: each chunk stored once.
+    let dup = dir.path().join("dup.jsonl");
+    let line = "{\"id\": \"same\", \"text\": \"Repeated text here.\\n\\nTwice over.\"}\n";
+    std::fs::write(&dup, format!("{line}{line}")).unwrap();
+    drop_collection("seamcut-dup");
+    let url = format!("{}/seamcut-dup", base());
+    let o = seamcut(&[
+        "chunk",
+        dup.to_str().unwrap(),
+        "--chunker",
+        "maxmin",
+        "--embeddings",
+        "mean",
+        "-q",
+        "-o",
+        &url,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows = dump("seamcut-dup");
+    assert!(!rows.is_empty());
+    let ids: std::collections::HashSet<&str> = rows.iter().map(|r| r.split(' ').next().unwrap()).collect();
+    assert_eq!(ids.len(), rows.len());
 }

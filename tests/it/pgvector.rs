@@ -350,4 +350,25 @@ fn bad_input_and_faults_are_one_line_errors_and_lose_nothing() {
         (rows[0].get::<_, String>(0), rows[0].get::<_, String>(1)),
         ("ok".to_string(), "7".to_string())
     );
+    // A corpus that repeats a document: a fresh table's first load copies straight in, meets
+    // the repeated chunk's id, and takes the upsert instead; each chunk is stored once.
+    let dup = dir.path().join("dup.jsonl");
+    let line = "{\"id\": \"same\", \"text\": \"Repeated text here.\\n\\nTwice over.\"}\n";
+    std::fs::write(&dup, format!("{line}{line}{{\"id\": \"other\", \"text\": \"Another one.\"}}\n")).unwrap();
+    drop_table("t_dup");
+    let o = seamcut(&[
+        "chunk",
+        dup.to_str().unwrap(),
+        "--chunker",
+        "maxmin",
+        "--embeddings",
+        "mean",
+        "-q",
+        "-o",
+        &url("t_dup"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let n: i64 = c.query_one("SELECT count(*) FROM t_dup", &[]).unwrap().get(0);
+    let distinct: i64 = c.query_one("SELECT count(DISTINCT (doc_id, index)) FROM t_dup", &[]).unwrap().get(0);
+    assert!(n >= 2 && n == distinct, "{n} rows, {distinct} distinct");
 }
