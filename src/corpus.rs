@@ -158,23 +158,6 @@ fn wanted(path: &Path, format: InputFormat) -> bool {
 /// What a directory walk takes (under the default input format), in words.
 pub const WALKED_KINDS: &str = ".txt, .md, .jsonl, .ndjson or .parquet, plain, .gz or .zst";
 
-/// Files in the inputs' directories that a walk passes over (not of a kind `format` takes).
-#[must_use]
-pub fn passed_over(inputs: &[Input], format: InputFormat) -> u64 {
-    let mut n = 0;
-    for input in inputs {
-        let Input::Path(p) = input else { continue };
-        if p.is_dir() {
-            for e in walkdir::WalkDir::new(p).into_iter().filter_map(std::result::Result::ok) {
-                if e.file_type().is_file() && !wanted(e.path(), format) {
-                    n += 1;
-                }
-            }
-        }
-    }
-    n
-}
-
 /// The sum of the sizes of the files the inputs name or contain (compressed sizes as they
 /// are), for progress bars; `None` with stdin.
 #[must_use]
@@ -224,6 +207,9 @@ pub struct Documents {
     walked: Vec<PathBuf>,
     current: Option<Source>,
     stats: ReadStats,
+    /// Files directory walks passed over (not of a kind the inputs take), shared with
+    /// whoever asked for it before the iterator moved to its reading thread.
+    passed_over: std::sync::Arc<std::sync::atomic::AtomicU64>,
     buf: Vec<u8>,
 }
 
@@ -250,8 +236,16 @@ impl Documents {
             walked: Vec::new(),
             current: None,
             stats: ReadStats::default(),
+            passed_over: std::sync::Arc::default(),
             buf: Vec::new(),
         }
+    }
+
+    /// The count of files the directory walks pass over, as the walks go (read it after the
+    /// documents are read).
+    #[must_use]
+    pub fn passed_over(&self) -> std::sync::Arc<std::sync::atomic::AtomicU64> {
+        self.passed_over.clone()
     }
 
     /// The documents of Arrow record batches (an Arrow table handed in by a caller, e.g.
@@ -346,8 +340,13 @@ impl Documents {
                                 let path = e.path().map_or_else(|| p.clone(), Path::to_path_buf);
                                 Error::io(path, e.into())
                             })?;
-                            if entry.file_type().is_file() && wanted(entry.path(), self.opts.format) {
+                            if !entry.file_type().is_file() {
+                                continue;
+                            }
+                            if wanted(entry.path(), self.opts.format) {
                                 files.push(entry.into_path());
+                            } else {
+                                self.passed_over.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                             }
                         }
                         files.reverse();

@@ -61,17 +61,7 @@ pub struct View<'a> {
     pub offset: usize,
 }
 
-#[derive(Clone, Copy)]
-struct SharedOut(*mut f32);
-// SAFETY: every task writes its own (query block rows) × (head columns) block of the output.
-unsafe impl Send for SharedOut {}
-unsafe impl Sync for SharedOut {}
-
-impl SharedOut {
-    fn ptr(self) -> *mut f32 {
-        self.0
-    }
-}
+use super::fused::SharedOut;
 
 /// Attention over flat sequences (`cu_seqlens`), f32 on the host: `q`, `k`, `v` views of
 /// `tokens` rows, the result the context `[tokens, heads·dim]`, row-major.

@@ -390,16 +390,18 @@ struct Attention<'a> {
     bias: Option<(&'a [f32], usize)>,
 }
 
-/// A raw pointer that tasks writing disjoint parts of one buffer can share.
+/// A raw pointer that tasks writing disjoint parts of one buffer can share (here and in
+/// [`super::attention`]).
 #[derive(Clone, Copy)]
-struct SharedOut(*mut f32);
-// SAFETY: every task writes its own (rows of one sequence) × (columns of one head) block.
+pub(super) struct SharedOut(pub(super) *mut f32);
+// SAFETY: every task writes its own block of the output (here, the rows of one sequence × the
+// columns of one head; in the tiled attention, a query block's rows × one head's columns).
 unsafe impl Send for SharedOut {}
 unsafe impl Sync for SharedOut {}
 
 impl SharedOut {
     /// The pointer (a method, so a closure captures the whole `Send` wrapper, not its field).
-    fn ptr(self) -> *mut f32 {
+    pub(super) fn ptr(self) -> *mut f32 {
         self.0
     }
 }

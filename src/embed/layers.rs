@@ -125,3 +125,45 @@ impl Module for RmsNorm {
         y.to_dtype(x.dtype())
     }
 }
+
+/// What the architectures' tests share: a random-weight fixture (`tests/fixtures/models/ARCH`,
+/// `tests/fixtures/gen_long_models.py`) and the check that the tiled CPU attention and
+/// candle's padded path give the same token states.
+#[cfg(test)]
+pub(crate) mod testing {
+    use candle_core::{DType, Device, Tensor};
+    use candle_nn::VarBuilder;
+
+    use crate::embed::FlatBatch;
+
+    /// The fixture's config (parsed as `C`) and weights.
+    pub(crate) fn fixture<C: serde::de::DeserializeOwned>(arch: &str) -> (C, VarBuilder<'static>) {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/models").join(arch);
+        let cfg = serde_json::from_str(&std::fs::read_to_string(dir.join("config.json")).unwrap()).unwrap();
+        // SAFETY: a test fixture, mapped read-only.
+        let vb = unsafe {
+            VarBuilder::from_mmaped_safetensors(&[dir.join("model.safetensors")], DType::F32, &Device::Cpu)
+        }
+        .unwrap();
+        (cfg, vb)
+    }
+
+    /// `forward(batch, tiled)` of a batch of mixed lengths (ids below `vocab`) through both
+    /// paths agree within 1e-4.
+    pub(crate) fn tiled_equals_padded(
+        arch: &str,
+        vocab: usize,
+        forward: impl Fn(&FlatBatch, bool) -> crate::Result<Tensor>,
+    ) {
+        let mut batch = FlatBatch::default();
+        for len in [1usize, 200, 7, 65] {
+            let seq: Vec<u32> = (0..len).map(|j| ((j * 37 + len) % vocab) as u32).collect();
+            batch.push(&seq);
+        }
+        let host = |t: Tensor| t.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+        let a = host(forward(&batch, true).unwrap());
+        let b = host(forward(&batch, false).unwrap());
+        let worst = a.iter().zip(&b).map(|(x, y)| (x - y).abs()).fold(0f32, f32::max);
+        assert!(worst < 1e-4, "{arch}: max difference {worst}");
+    }
+}

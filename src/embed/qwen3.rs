@@ -197,28 +197,14 @@ impl Qwen3 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::embed::layers::testing;
 
     /// The tiled CPU attention and candle's padded path give the same states on the random
     /// fixture (`tests/fixtures/models/qwen3`), for a batch of mixed lengths.
     #[test]
     fn tiled_path_equals_padded_path() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/models/qwen3");
-        let cfg: Qwen3Config =
-            serde_json::from_str(&std::fs::read_to_string(dir.join("config.json")).unwrap()).unwrap();
-        // SAFETY: a test fixture, mapped read-only.
-        let vb = unsafe {
-            VarBuilder::from_mmaped_safetensors(&[dir.join("model.safetensors")], DType::F32, &Device::Cpu)
-        }
-        .unwrap();
+        let (cfg, vb): (Qwen3Config, _) = testing::fixture("qwen3");
         let m = Qwen3::load(vb, &cfg).unwrap();
-        let mut batch = FlatBatch::default();
-        for len in [1usize, 200, 7, 65] {
-            let seq: Vec<u32> = (0..len).map(|j| ((j * 37 + len) % 500) as u32).collect();
-            batch.push(&seq);
-        }
-        let a = m.forward_with(&batch, true).unwrap().flatten_all().unwrap().to_vec1::<f32>().unwrap();
-        let b = m.forward_with(&batch, false).unwrap().flatten_all().unwrap().to_vec1::<f32>().unwrap();
-        let worst = a.iter().zip(&b).map(|(x, y)| (x - y).abs()).fold(0f32, f32::max);
-        assert!(worst < 1e-4, "max difference {worst}");
+        testing::tiled_equals_padded("qwen3", 500, |b, tiled| m.forward_with(b, tiled));
     }
 }

@@ -436,7 +436,10 @@ impl CorpusJob {
     /// As [`ChunkerSpec::build`] and [`chunk_corpus`].
     pub fn run(&self) -> Result<JobStats> {
         let docs = Documents::new(self.inputs.iter().map(|s| Input::parse(s)).collect(), self.read.clone());
-        self.run_on(docs)
+        let passed_over = docs.passed_over();
+        let mut stats = self.run_on(docs)?;
+        stats.passed_over = passed_over.load(std::sync::atomic::Ordering::Relaxed);
+        Ok(stats)
     }
 
     /// Run the job on documents from elsewhere (a generated corpus, another reader) instead
@@ -483,15 +486,9 @@ impl CorpusJob {
                 target: target.clone(),
                 opts: crate::db::DbOptions { model, ..opts.clone() },
             };
-            let mut stats = chunk_corpus(docs, &job, &target)?;
-            let inputs: Vec<Input> = self.inputs.iter().map(|s| Input::parse(s)).collect();
-            stats.passed_over = crate::corpus::passed_over(&inputs, self.read.format);
-            return Ok(stats);
+            return chunk_corpus(docs, &job, &target);
         }
-        let mut stats = chunk_corpus(docs, &job, &self.target)?;
-        let inputs: Vec<Input> = self.inputs.iter().map(|s| Input::parse(s)).collect();
-        stats.passed_over = crate::corpus::passed_over(&inputs, self.read.format);
-        Ok(stats)
+        chunk_corpus(docs, &job, &self.target)
     }
 }
 

@@ -23,7 +23,6 @@ import signal
 import subprocess
 import tempfile
 import threading
-import time
 import urllib.request
 
 import pytest
@@ -248,20 +247,14 @@ def serve_session(cmds, d, env):
 
     threading.Thread(target=drain, daemon=True).start()
     try:
-        started.wait(timeout=120)
+        # The server says where it listens once it listens (or its stderr ends when it exits):
+        # no clock decides, however busy the machine.
+        started.wait()
         url = found.get("url")
         assert url, f"the server did not start: {first}\n{''.join(log)}"
         port = url.rsplit(":", 1)[1]
-        deadline = time.time() + 120
-        while True:
-            try:
-                with DIRECT.open(url + "/health", timeout=5) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            assert proc.poll() is None and time.time() < deadline, f"no /health: {first}\n{''.join(log)}"
-            time.sleep(0.2)
+        with DIRECT.open(url + "/health") as r:
+            assert r.status == 200, f"no /health: {first}\n{''.join(log)}"
         for req in requests:
             assert re.search(r"\bcurl -sf\b", req), f"a serve block's requests use `curl -sf`: {req}"
             req = req.replace(":8080", ":" + port)
