@@ -4,9 +4,11 @@
 //! each test writes collections of its own.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use serde_json::{json, Value};
+
+use super::db_jobs::{corpus, killed_after_progress, seamcut, stderr};
 
 fn base() -> String {
     std::env::var("SEAMCUT_TEST_CHROMA").unwrap_or_else(|_| {
@@ -47,33 +49,6 @@ fn dump(name: &str) -> Vec<String> {
         .collect();
     out.sort();
     out
-}
-
-fn seamcut(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_seamcut")).args(args).output().unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn corpus(dir: &Path, n: usize) -> std::path::PathBuf {
-    let sentences: Vec<&str> = include_str!("../../benches/data-sentences.txt").lines().collect();
-    let path = dir.join("corpus.jsonl");
-    let mut out = String::new();
-    for d in 0..n {
-        let text: Vec<String> = (0..2 + d % 3)
-            .map(|p| {
-                (0..3).map(|s| sentences[(d * 7 + p * 3 + s) % sentences.len()]).collect::<Vec<_>>().join(" ")
-            })
-            .collect();
-        out.push_str(
-            &json!({"id": format!("doc-{d:03}"), "text": text.join("\n\n"), "lang": "en"}).to_string(),
-        );
-        out.push('\n');
-    }
-    std::fs::write(&path, out).unwrap();
-    path
 }
 
 fn job(input: &Path, collection: &str, extra: &[&str]) -> Output {
@@ -161,14 +136,14 @@ fn chroma_kill_9_then_resume_gives_the_uninterrupted_collection() {
     let mut args = vec!["chunk", input.to_str().unwrap(), "--chunker", "maxmin", "--embeddings", "mean"];
     args.extend(["--meta-field", "lang", "-o", &url, "-q"]);
     args.extend(small);
-    let progress = || -> usize {
+    let progress = || -> u64 {
         collection_id(c).map_or(0, |id| {
             let v: Value = ureq::post(&format!("{}/{id}/get", collections()))
                 .send_json(json!({"include": []}))
                 .unwrap()
                 .into_json()
                 .unwrap();
-            v["ids"].as_array().map_or(0, Vec::len)
+            v["ids"].as_array().map_or(0, |a| a.len() as u64)
         })
     };
     let mut interrupted = 0;
@@ -177,24 +152,7 @@ fn chroma_kill_9_then_resume_gives_the_uninterrupted_collection() {
         if round > 0 {
             a.push("--resume");
         }
-        let before = progress();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_seamcut"))
-            .args(&a)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        loop {
-            if child.try_wait().unwrap().is_some() {
-                break;
-            }
-            if progress() > before {
-                let _ = child.kill();
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-        if !child.wait().unwrap().success() {
+        if killed_after_progress(&a, progress) {
             interrupted += 1;
         }
     }

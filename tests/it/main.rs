@@ -7,6 +7,7 @@ mod broad_questions;
 mod chroma;
 mod cli;
 mod corpus_jobs;
+mod db_jobs;
 mod embed_parity;
 mod kernels;
 mod late;

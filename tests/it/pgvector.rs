@@ -3,8 +3,10 @@
 //! `tests/run.sh` starts the server (`tests/db/postgres.sh start`) and sets
 //! `SEAMCUT_TEST_PG` to its URL; each test writes tables of its own.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Output};
+
+use super::db_jobs::{corpus, killed_after_progress, seamcut, stderr};
 
 fn base_url() -> String {
     std::env::var("SEAMCUT_TEST_PG").unwrap_or_else(|_| {
@@ -47,39 +49,6 @@ fn drop_table(table: &str) {
             // The progress table does not exist before the first job.
             client().batch_execute(&format!("DROP TABLE IF EXISTS \"{table}\"")).unwrap();
         });
-}
-
-fn seamcut(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_seamcut")).args(args).output().unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// A JSONL corpus of `n` documents of a few paragraphs each, with a `lang` field.
-fn corpus(dir: &Path, n: usize) -> PathBuf {
-    let sentences: Vec<&str> = include_str!("../../benches/data-sentences.txt").lines().collect();
-    let path = dir.join("corpus.jsonl");
-    let mut out = String::new();
-    let mut k = 0;
-    for d in 0..n {
-        let mut text = String::new();
-        for p in 0..2 + d % 4 {
-            for _ in 0..2 + (d + p) % 3 {
-                text.push_str(sentences[k % sentences.len()]);
-                text.push(' ');
-                k += 1;
-            }
-            text.push_str("\n\n");
-        }
-        out.push_str(
-            &serde_json::json!({"id": format!("doc-{d:03}"), "text": text, "lang": "en"}).to_string(),
-        );
-        out.push('\n');
-    }
-    std::fs::write(&path, out).unwrap();
-    path
 }
 
 const JOB: [&str; 6] = ["--chunker", "maxmin", "--embeddings", "mean", "--meta-field", "lang"];
@@ -205,24 +174,7 @@ fn kill_9_then_resume_gives_the_uninterrupted_table() {
         if resume {
             a.push("--resume");
         }
-        let before = committed_items(table);
-        let mut child = Command::new(env!("CARGO_BIN_EXE_seamcut"))
-            .args(&a)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        loop {
-            if child.try_wait().unwrap().is_some() {
-                break;
-            }
-            if committed_items(table) > before {
-                let _ = child.kill(); // SIGKILL
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-        !child.wait().unwrap().success()
+        killed_after_progress(&a, || committed_items(table))
     };
     assert!(killed(false), "the kill did not land mid-job");
     // Without --resume an interrupted job is refused, naming the flag.

@@ -1,0 +1,62 @@
+//! What the database tests share (`pgvector.rs`, `chroma.rs`): the CLI, a corpus, and a run
+//! killed with SIGKILL as soon as it has committed something.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+pub fn seamcut(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_seamcut")).args(args).output().unwrap()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A JSONL corpus of `n` documents (`doc-000`, ...) of a few paragraphs each, with a `lang`
+/// field.
+pub fn corpus(dir: &Path, n: usize) -> PathBuf {
+    let sentences: Vec<&str> = include_str!("../../benches/data-sentences.txt").lines().collect();
+    let path = dir.join("corpus.jsonl");
+    let mut out = String::new();
+    let mut k = 0;
+    for d in 0..n {
+        let mut text = String::new();
+        for p in 0..2 + d % 4 {
+            for _ in 0..2 + (d + p) % 3 {
+                text.push_str(sentences[k % sentences.len()]);
+                text.push(' ');
+                k += 1;
+            }
+            text.push_str("\n\n");
+        }
+        out.push_str(
+            &serde_json::json!({"id": format!("doc-{d:03}"), "text": text, "lang": "en"}).to_string(),
+        );
+        out.push('\n');
+    }
+    std::fs::write(&path, out).unwrap();
+    path
+}
+
+/// Run `seamcut ARGS` and SIGKILL it as soon as `progress` (what the database holds of the
+/// job) moves; whether it was stopped before it finished.
+pub fn killed_after_progress(args: &[&str], progress: impl Fn() -> u64) -> bool {
+    let before = progress();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_seamcut"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        if progress() > before {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    !child.wait().unwrap().success()
+}
