@@ -11,6 +11,7 @@ use seamcut::chunkers::semantic::{ModelErrorPolicy, WindowMode};
 use seamcut::chunkers::ChunkerKind;
 use seamcut::corpus::{Documents, Input, InputFormat, ReadOptions};
 use seamcut::device::{DeviceSpec, Precision};
+use seamcut::embed::tuned::{PromptChoice, Role};
 use seamcut::embed::LongInput;
 use seamcut::eval::compare::Plan;
 use seamcut::models::ModelSpec;
@@ -334,6 +335,18 @@ struct SpecArgs {
     /// [default: f32]
     #[arg(long)]
     dtype: Option<Precision>,
+    /// The model's prompt for the documents' texts, by name (its
+    /// config_sentence_transformers.json `prompts`). Without it or --prompt: the model's document
+    /// prompt where it has one (`document`, `passage`, …), else its default prompt, else none.
+    #[arg(long, conflicts_with = "prompt")]
+    prompt_name: Option<String>,
+    /// A prompt text put in front of every text embedded ("" for none).
+    #[arg(long)]
+    prompt: Option<String>,
+    /// Keep the first N dimensions of every vector, then normalise (Matryoshka models;
+    /// sentence-transformers' truncate_dim). [default: all]
+    #[arg(long, value_name = "N")]
+    dims: Option<usize>,
     /// The units embedding chunkers group: whole paragraphs (sentences where a paragraph is
     /// over the cap), seamcut's sentences, or chonkie's delimiter splitter. [default: paragraphs]
     #[arg(long, value_enum, visible_alias = "splitter")]
@@ -485,7 +498,8 @@ macro_rules! spec_flags {
             theta => lumber.theta, seam_candidates => lumber.candidates, seam_groups => lumber.groups;
             // Optional in the spec too: set as given.
             breakpoint_amount => breakpoint.amount, number_of_chunks => breakpoint.number_of_chunks,
-            min_chunk_chars => breakpoint.min_chunk_chars)
+            min_chunk_chars => breakpoint.min_chunk_chars, prompt_name => prompt_name,
+            prompt => prompt, dims => dims)
     };
 }
 
@@ -500,7 +514,7 @@ impl SpecArgs {
         macro_rules! set {
             ($($flag:ident => $($field:ident).+),*; $($opt:ident => $($ofield:ident).+),*) => {
                 $(if let Some(v) = self.$flag.clone() { s.$($field).+ = v; })*
-                $(if self.$opt.is_some() { s.$($ofield).+ = self.$opt; })*
+                $(if self.$opt.is_some() { s.$($ofield).+ = self.$opt.clone(); })*
             };
         }
         spec_flags!(set);
@@ -625,6 +639,14 @@ struct RetrievalArgs {
     /// chunk vectors), ranked instead of embedding the chunks' texts.
     #[arg(long, requires = "chunks")]
     vectors: Option<PathBuf>,
+    /// The questions' prompt, by name (the model's config_sentence_transformers.json `prompts`).
+    /// Without it or --query-prompt: the model's query prompt where it has one (`query`,
+    /// `search_query`), else its default prompt, else none.
+    #[arg(long, conflicts_with = "query_prompt")]
+    query_prompt_name: Option<String>,
+    /// A prompt text put in front of every question ("" for none).
+    #[arg(long)]
+    query_prompt: Option<String>,
 }
 
 #[derive(Args)]
@@ -639,11 +661,30 @@ struct ModelArgs {
     /// tiles, see `seamcut chunk --help`).
     #[arg(long, default_value = "f32")]
     dtype: Precision,
+    /// One of the model's prompts, by name (its config_sentence_transformers.json `prompts`),
+    /// put in front of every text. [default: the model's default_prompt_name, if any]
+    #[arg(long, conflicts_with = "prompt")]
+    prompt_name: Option<String>,
+    /// A prompt text put in front of every text ("" for none).
+    #[arg(long)]
+    prompt: Option<String>,
+    /// Keep the first N dimensions of every vector, then normalise (Matryoshka models;
+    /// sentence-transformers' truncate_dim). [default: all]
+    #[arg(long, value_name = "N")]
+    dims: Option<usize>,
 }
 
 impl ModelArgs {
+    /// The model for plain texts: its default prompt unless one is named.
     fn load(&self) -> seamcut::Result<std::sync::Arc<seamcut::models::Model>> {
-        ModelSpec { model: self.model.clone(), device: self.device, dtype: self.dtype }.load()
+        ModelSpec {
+            model: self.model.clone(),
+            device: self.device,
+            dtype: self.dtype,
+            prompt: PromptChoice::from_settings(self.prompt_name.as_deref(), self.prompt.as_deref())?,
+            dims: self.dims,
+        }
+        .load_for(Role::Plain)
     }
 }
 
@@ -1258,20 +1299,41 @@ fn eval_retrieval(a: &RetrievalArgs) -> seamcut::Result<()> {
         .iter()
         .map(|p| read_jsonl(p, "a question needs \"question\" and \"must_contain\""))
         .collect::<seamcut::Result<_>>()?;
+    let base = a.spec.spec(None, a.chunker_model.as_deref())?;
+    // The retriever's model embeds chunks with the documents' prompt (--prompt-name, or the
+    // model's document prompt) and questions with the queries' (--query-prompt-name, or its
+    // query prompt), cut to the same --dims.
     let dense = match a.model.as_str() {
         "bm25" => None,
-        m => Some(ModelSpec { model: m.to_string(), ..ModelSpec::default() }.load()?),
+        m => {
+            let docs = ModelSpec { model: m.to_string(), ..base.model_spec()? };
+            let queries = ModelSpec {
+                prompt: PromptChoice::from_settings(
+                    a.query_prompt_name.as_deref(),
+                    a.query_prompt.as_deref(),
+                )?,
+                ..docs.clone()
+            };
+            Some((docs.load_for(Role::Document)?, queries.load_for(Role::Query)?))
+        }
     };
-    let base = a.spec.spec(None, a.chunker_model.as_deref())?;
     let retriever = match (&dense, a.chunk_vectors) {
-        (Some(m), seamcut::eval::retrieval::ChunkVectorSource::Text) => {
-            seamcut::eval::retrieval::Retriever::Dense(m.embedder.as_ref())
+        (Some((m, q)), seamcut::eval::retrieval::ChunkVectorSource::Text) => {
+            seamcut::eval::retrieval::Retriever::Dense(m.embedder.as_ref(), q.embedder.as_ref())
         }
-        (Some(m), seamcut::eval::retrieval::ChunkVectorSource::Blend) => {
-            seamcut::eval::retrieval::Retriever::DenseBlend(&m.embedder, base.late_options(m)?)
+        (Some((m, q)), seamcut::eval::retrieval::ChunkVectorSource::Blend) => {
+            seamcut::eval::retrieval::Retriever::DenseBlend(
+                &m.embedder,
+                q.embedder.as_ref(),
+                base.late_options(m)?,
+            )
         }
-        (Some(m), seamcut::eval::retrieval::ChunkVectorSource::Late) => {
-            seamcut::eval::retrieval::Retriever::DenseLate(&m.embedder, base.late_options(m)?)
+        (Some((m, q)), seamcut::eval::retrieval::ChunkVectorSource::Late) => {
+            seamcut::eval::retrieval::Retriever::DenseLate(
+                &m.embedder,
+                q.embedder.as_ref(),
+                base.late_options(m)?,
+            )
         }
         (None, _) => seamcut::eval::retrieval::Retriever::Bm25,
     };

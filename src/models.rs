@@ -14,6 +14,7 @@ use crate::device::{Compute, DeviceSpec, Precision};
 use crate::embed::bert::{model_type, BertEmbedder};
 use crate::embed::late::LateOptions;
 use crate::embed::static_model::{is_static_model, StaticEmbedder};
+use crate::embed::tuned::{PromptChoice, Role, Tuned};
 use crate::embed::Embedder;
 use crate::{Error, Result};
 
@@ -191,11 +192,21 @@ pub struct ModelSpec {
     pub model: String,
     pub device: DeviceSpec,
     pub dtype: Precision,
+    /// The prompt in front of every text ([`crate::embed::tuned`]).
+    pub prompt: PromptChoice,
+    /// Keep this many of the vectors' first dimensions (Matryoshka models); `None`: all.
+    pub dims: Option<usize>,
 }
 
 impl Default for ModelSpec {
     fn default() -> Self {
-        Self { model: "default".into(), device: DeviceSpec::Auto, dtype: Precision::F32 }
+        Self {
+            model: "default".into(),
+            device: DeviceSpec::Auto,
+            dtype: Precision::F32,
+            prompt: PromptChoice::Auto,
+            dims: None,
+        }
     }
 }
 
@@ -208,12 +219,33 @@ impl ModelSpec {
         Compute::new(self.device, self.dtype)
     }
 
-    /// The model, loaded once per process ([`load_shared`]).
+    /// The model for documents ([`Self::load_for`] with [`Role::Document`]): what chunkers and
+    /// chunk vectors use.
     ///
     /// # Errors
-    /// As [`Self::compute`] and [`load`].
+    /// As [`Self::load_for`].
     pub fn load(&self) -> Result<std::sync::Arc<Model>> {
-        load_shared(&self.model, &self.compute()?)
+        self.load_for(Role::Document)
+    }
+
+    /// The model, loaded once per process ([`load_shared`]), with the prompt this spec and
+    /// `role` pick and its dimension cut ([`Tuned`]).
+    ///
+    /// # Errors
+    /// As [`Self::compute`] and [`load`]; a prompt name the model lacks, or `dims` past its
+    /// dimension.
+    pub fn load_for(&self, role: Role) -> Result<std::sync::Arc<Model>> {
+        let base = load_shared(&self.model, &self.compute()?)?;
+        let prompt = base.embedder.prompts().resolve(&self.prompt, role)?;
+        if prompt.is_none() && self.dims.is_none_or(|d| d == base.embedder.dim()) {
+            return Ok(base);
+        }
+        let embedder = Tuned::wrap(base.embedder.clone(), prompt, self.dims)?;
+        Ok(std::sync::Arc::new(Model {
+            embedder,
+            fingerprint: base.fingerprint.clone(),
+            name: base.name.clone(),
+        }))
     }
 }
 

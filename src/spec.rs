@@ -27,6 +27,7 @@ use crate::chunkers::windows::windowed;
 use crate::chunkers::{build as build_baseline, ChunkOptions, Chunker, ChunkerKind};
 use crate::device::{Compute, DeviceSpec, Precision};
 use crate::embed::late::LateOptions;
+use crate::embed::tuned::PromptChoice;
 use crate::llm::LlmSpec;
 use crate::models::ModelSpec;
 use crate::rules::breakpoint::{BreakpointParams, ThresholdType};
@@ -70,6 +71,15 @@ pub struct ChunkerSpec {
     pub device: DeviceSpec,
     /// `f32`, `f16`, `bf16`.
     pub dtype: Precision,
+    /// The model's prompt for the documents' texts, by name (`config_sentence_transformers.json`'s
+    /// `prompts`). Neither this nor `prompt`: the model's document prompt where it has one
+    /// (`document`, `passage`, …), else its default prompt, else none.
+    pub prompt_name: Option<String>,
+    /// A prompt text in front of every text embedded (`""`: none).
+    pub prompt: Option<String>,
+    /// Keep the first this many dimensions of every vector, then normalise (Matryoshka
+    /// models, sentence-transformers' `truncate_dim`); `null`: all of them.
+    pub dims: Option<usize>,
     /// Whether Max–Min and the global rule take their bands from the device (unit vectors
     /// stay there; one kernel launch per batch; only the bands come back): `null` (the
     /// default) on a CUDA GPU and not elsewhere (CPU, Metal); `true` on the CPU runs that
@@ -115,6 +125,9 @@ impl Default for ChunkerSpec {
             model: "default".into(),
             device: DeviceSpec::Auto,
             dtype: Precision::F32,
+            prompt_name: None,
+            prompt: None,
+            dims: None,
             device_bands: None,
             units: UnitKind::default(),
             min_characters_per_sentence: 24,
@@ -554,10 +567,18 @@ impl ChunkerSpec {
         }
     }
 
-    /// The model, device and dtype.
-    #[must_use]
-    pub fn model_spec(&self) -> ModelSpec {
-        ModelSpec { model: self.model.clone(), device: self.device, dtype: self.dtype }
+    /// The model, device, dtype, prompt and dimensions.
+    ///
+    /// # Errors
+    /// Both `prompt_name` and `prompt` given.
+    pub fn model_spec(&self) -> Result<ModelSpec> {
+        Ok(ModelSpec {
+            model: self.model.clone(),
+            device: self.device,
+            dtype: self.dtype,
+            prompt: PromptChoice::from_settings(self.prompt_name.as_deref(), self.prompt.as_deref())?,
+            dims: self.dims,
+        })
     }
 
     /// The device and dtype, resolved.
@@ -573,7 +594,7 @@ impl ChunkerSpec {
     /// # Errors
     /// As [`crate::models::load`].
     pub fn load_model(&self) -> Result<Arc<crate::models::Model>> {
-        self.model_spec().load()
+        self.model_spec()?.load()
     }
 
     /// Build the chunker this spec describes.
@@ -789,7 +810,7 @@ impl ChunkerSpec {
         let (group, field) = setting.split_once('.').unwrap_or((setting, ""));
         let embedding = !k.is_baseline() && !k.is_llm();
         match group {
-            "model" => (embedding || k == K::LumberGuided) || embeds,
+            "model" | "prompt_name" | "prompt" | "dims" => (embedding || k == K::LumberGuided) || embeds,
             // An in-process LLM runs on the device too.
             "device" | "dtype" => !k.is_baseline() || embeds,
             "device_bands" => matches!(k, K::Maxmin | K::Global),

@@ -75,6 +75,7 @@ pub struct BertEmbedder {
     dim: usize,
     pre: Vec<u32>,
     post: Vec<u32>,
+    prompts: super::tuned::Prompts,
     name: String,
 }
 
@@ -232,6 +233,11 @@ impl BertEmbedder {
         } else {
             None
         };
+        let prompts: super::tuned::Prompts = if dir.join("config_sentence_transformers.json").is_file() {
+            read_json(dir, "config_sentence_transformers.json")?
+        } else {
+            super::tuned::Prompts::default()
+        };
         let text =
             std::fs::read_to_string(dir.join("config.json")).map_err(|e| Error::model(dir.display(), e))?;
         // SAFETY: the file is memory-mapped read-only; seamcut never writes it while mapped.
@@ -319,6 +325,7 @@ impl BertEmbedder {
             dim: arch.hidden_size,
             pre,
             post,
+            prompts,
             name: format!(
                 "{} ({kind}, {:?} pooling, window {text_tokens} tokens of text, {})",
                 dir.display(),
@@ -371,6 +378,10 @@ impl Embedder for BertEmbedder {
 
     fn embed(&self, batch: &FlatBatch) -> Result<Vec<f32>> {
         self.forward_pooled(batch, self.pooling, true)
+    }
+
+    fn prompts(&self) -> &super::tuned::Prompts {
+        &self.prompts
     }
 
     fn embed_tensor(&self, batch: &FlatBatch) -> Result<Tensor> {

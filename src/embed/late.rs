@@ -21,7 +21,8 @@
 //!   runs of each span, in document order. Token states never leave the model's device; the
 //!   span sums stay there too ([`LateTensor`]) until [`LateTensor::to_host`] ([`run`]).
 //!
-//! Rules: special tokens are never pooled. A token whose first byte lies in no span (a gap
+//! Rules: special tokens are never pooled, nor a prompt's tokens ([`Embedder::prompt`]: they
+//! are in the first window, as context). A token whose first byte lies in no span (a gap
 //! between spans) is not pooled. A span with no tokens (whitespace only) gets a zero vector.
 //! Every model is mean-pooled here, CLS-pooled ones included, as jina's late chunking does: a
 //! span has no CLS token of its own, and the state of the window's `[CLS]` describes the window,
@@ -271,10 +272,16 @@ fn plan_doc(model: &dyn Embedder, doc: &LateDoc<'_>, opts: &LateOptions) -> DocP
     let (ids, starts) = model.content_ids_with_starts(doc.text);
     let n = ids.len().min(starts.len());
     let mut plan = DocPlan { counts: vec![0; doc.spans.len()], ..DocPlan::default() };
+    // Starts count from a prompt's first byte; the prompt's own tokens are in no span.
+    let prompt = model.prompt().map_or(0, str::len);
     // The span holding each token's first byte (spans ascending, starts non-decreasing).
     let mut span_of = Vec::with_capacity(n);
     let mut j = 0;
     for &s in &starts[..n] {
+        let Some(s) = s.checked_sub(prompt) else {
+            span_of.push(None);
+            continue;
+        };
         while j < doc.spans.len() && doc.spans[j].end <= s {
             j += 1;
         }

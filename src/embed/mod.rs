@@ -30,6 +30,7 @@ pub mod qwen3;
 pub mod rope_bert;
 pub mod rotary;
 pub mod static_model;
+pub mod tuned;
 
 use rayon::prelude::*;
 
@@ -145,6 +146,20 @@ pub trait Embedder: Send + Sync {
     fn embed_tensor(&self, batch: &FlatBatch) -> Result<candle_core::Tensor> {
         let v = self.embed(batch)?;
         Ok(candle_core::Tensor::from_vec(v, (batch.len(), self.dim()), &candle_core::Device::Cpu)?)
+    }
+
+    /// The prompt put in front of every text before it is tokenized ([`tuned::Tuned`]):
+    /// [`Self::content_ids`] and [`Self::content_ids_with_starts`] tokenize it with the text, so
+    /// the starts of the latter count from the prompt's first byte, and tokens that start
+    /// inside it belong to no span. `None` for a plain model.
+    fn prompt(&self) -> Option<&str> {
+        None
+    }
+
+    /// The model's named prompts (`config_sentence_transformers.json`); none by default.
+    fn prompts(&self) -> &tuned::Prompts {
+        static NONE: std::sync::OnceLock<tuned::Prompts> = std::sync::OnceLock::new();
+        NONE.get_or_init(tuned::Prompts::default)
     }
 
     /// This model's own late-pass defaults, `(window, stride)` in content tokens, where it
@@ -306,9 +321,10 @@ pub fn prepare_known(
         .zip(known)
         .with_min_len(16)
         .map(|(t, k)| {
+            // Known ids are of the text alone: a prompted text is tokenized again, whole.
             let ids = match k {
-                Some(ids) => model.content_ids_from(ids),
-                None => model.content_ids(t),
+                Some(ids) if model.prompt().is_none() => model.content_ids_from(ids),
+                _ => model.content_ids(t),
             };
             let pieces: Vec<&[u32]> = match window {
                 Some(w) if ids.len() > w => match opts.long {

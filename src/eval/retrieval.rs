@@ -80,14 +80,15 @@ pub enum ChunkVectorSource {
 #[derive(Clone, Copy)]
 pub enum Retriever<'a> {
     /// Cosine of embeddings by a model (chunks cut at its window, as sentence-transformers
-    /// does).
-    Dense(&'a dyn Embedder),
+    /// does): the chunks' model, then the questions' (the same model with its query prompt,
+    /// for an asymmetric one: [`crate::embed::tuned::Role`]).
+    Dense(&'a dyn Embedder, &'a dyn Embedder),
     /// Cosine of embeddings by a model, each chunk's vector pooled from a late pass over its
     /// document ([`crate::embed::late`]; chunks need their spans and the document).
-    DenseLate(&'a std::sync::Arc<dyn Embedder>, crate::embed::late::LateOptions),
+    DenseLate(&'a std::sync::Arc<dyn Embedder>, &'a dyn Embedder, crate::embed::late::LateOptions),
     /// Cosine of embeddings by a model, each chunk's vector the normalised sum of its text's
     /// ([`Self::Dense`]) and its late one ([`Self::DenseLate`]).
-    DenseBlend(&'a std::sync::Arc<dyn Embedder>, crate::embed::late::LateOptions),
+    DenseBlend(&'a std::sync::Arc<dyn Embedder>, &'a dyn Embedder, crate::embed::late::LateOptions),
     /// Okapi BM25 over lower-cased words ([`super::bm25`]).
     Bm25,
 }
@@ -96,11 +97,11 @@ impl Retriever<'_> {
     #[must_use]
     pub fn describe(&self) -> String {
         match self {
-            Self::Dense(m) => m.describe(),
-            Self::DenseLate(m, o) => {
+            Self::Dense(m, _) => m.describe(),
+            Self::DenseLate(m, _, o) => {
                 format!("{}, late chunk vectors (window {}, stride {})", m.describe(), o.window, o.stride)
             }
-            Self::DenseBlend(m, o) => {
+            Self::DenseBlend(m, _, o) => {
                 format!(
                     "{}, text + late chunk vectors (window {}, stride {})",
                     m.describe(),
@@ -117,7 +118,7 @@ impl Retriever<'_> {
     #[must_use]
     pub fn late_plan(&self) -> Option<crate::pipeline::VectorPlan> {
         match self {
-            Self::DenseLate(model, opts) => Some(crate::pipeline::VectorPlan {
+            Self::DenseLate(model, _, opts) => Some(crate::pipeline::VectorPlan {
                 mode: crate::pipeline::EmbeddingMode::Late,
                 model: Arc::clone(model),
                 long: crate::embed::LongInput::Truncate,
@@ -131,8 +132,14 @@ impl Retriever<'_> {
     /// Chunk indices in rank order for each of the case's questions.
     fn rankings(&self, case: &Case<'_>) -> Result<Vec<Vec<usize>>> {
         let questions = case.questions;
-        let dense = |model: &dyn Embedder, cv: &[f32]| -> Result<Vec<Vec<usize>>> {
+        let queries = match self {
+            Self::Dense(_, q) | Self::DenseLate(_, q, _) | Self::DenseBlend(_, q, _) => Some(*q),
+            Self::Bm25 => None,
+        };
+        let dense = |_chunks: &dyn Embedder, cv: &[f32]| -> Result<Vec<Vec<usize>>> {
             let q_refs: Vec<&str> = questions.iter().map(|q| q.question.as_str()).collect();
+            let model =
+                queries.ok_or_else(|| crate::Error::Internal("a dense ranking without a model".into()))?;
             let (qv, _) = embed_texts(model, &q_refs, Default::default())?;
             if cv.len() != case.chunks.len() * qv.dim {
                 return Err(crate::Error::Config(format!(
@@ -145,14 +152,16 @@ impl Retriever<'_> {
             Ok((0..questions.len()).map(|i| rank(cv, qv.dim, qv.row(i))).collect())
         };
         match (self, &case.vectors) {
-            (Self::Dense(model), Some(v)) => dense(*model, v),
-            (Self::DenseLate(model, _) | Self::DenseBlend(model, _), Some(v)) => dense(model.as_ref(), v),
-            (Self::Dense(model), None) => {
+            (Self::Dense(model, _), Some(v)) => dense(*model, v),
+            (Self::DenseLate(model, _, _) | Self::DenseBlend(model, _, _), Some(v)) => {
+                dense(model.as_ref(), v)
+            }
+            (Self::Dense(model, _), None) => {
                 let texts = case.indexed();
                 let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
                 dense(*model, &embed_texts(*model, &refs, Default::default())?.0.data)
             }
-            (Self::DenseLate(model, opts) | Self::DenseBlend(model, opts), None) => {
+            (Self::DenseLate(model, _, opts) | Self::DenseBlend(model, _, opts), None) => {
                 let pooled = case.pooled.as_ref().unwrap_or(&case.spans);
                 let spans: Vec<crate::span::Span> =
                     pooled.iter().map(|&(s, e)| crate::span::Span::new(s, e)).collect();

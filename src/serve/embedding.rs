@@ -45,6 +45,8 @@ impl EmbedJob {
 /// One request's answer: `texts × dim` floats, and the tokens it was billed.
 pub(crate) struct EmbedOut {
     pub data: Vec<f32>,
+    /// Floats per vector.
+    pub dim: usize,
     pub tokens: usize,
 }
 
@@ -75,7 +77,7 @@ pub(crate) fn run_batch(
                     let t0 = Instant::now();
                     let (e, s) = embed::embed_texts(model, &t, opts)?;
                     metrics.embedded("embed", s.texts, s.tokens, t0.elapsed().as_secs_f64());
-                    Ok(EmbedOut { data: e.data, tokens: s.tokens })
+                    Ok(EmbedOut { data: e.data, dim: e.dim, tokens: s.tokens })
                 })
                 .collect()
         }
@@ -87,6 +89,7 @@ pub(crate) fn run_batch(
     for n in sizes {
         out.push(Ok(EmbedOut {
             data: emb.data[at * dim..(at + n) * dim].to_vec(),
+            dim,
             tokens: billed[at..at + n].iter().sum(),
         }));
         at += n;
@@ -141,7 +144,7 @@ pub(crate) struct OpenAiRequest {
     pub model: Option<String>,
     #[serde(default)]
     pub encoding_format: Encoding,
-    /// Only the model's own dimension is served.
+    /// Keep the first this many dimensions of each vector, then normalise (Matryoshka models).
     #[serde(default)]
     pub dimensions: Option<usize>,
 }
@@ -157,8 +160,13 @@ pub(crate) struct TeiRequest {
     #[serde(default)]
     #[allow(dead_code)]
     pub truncate: Option<bool>,
+    /// One of the model's prompts, by name (`config_sentence_transformers.json`), put in front
+    /// of every input; absent: the model's default prompt, if it has one.
     #[serde(default)]
     pub prompt_name: Option<String>,
+    /// As OpenAI's `dimensions`.
+    #[serde(default)]
+    pub dimensions: Option<usize>,
 }
 
 /// The texts of `input` (a string or a list of strings), checked: not empty, none empty,

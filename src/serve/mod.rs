@@ -33,6 +33,7 @@ mod metrics;
 mod queue;
 mod routes;
 
+use crate::embed::tuned::PromptChoice;
 use std::future::Future;
 use std::sync::Arc;
 use std::task::Poll;
@@ -79,7 +80,14 @@ pub fn run(config: ServeConfig) -> Result<()> {
     if config.api_key.as_deref().is_some_and(str::is_empty) {
         return Err(Error::Config("the API key is empty".into()));
     }
-    let model = config.spec.load_model()?;
+    // The embedding routes' model, without a prompt or a cut: each request's (or the spec's)
+    // are applied per request (routes.rs); the chunking lanes build theirs from the spec.
+    let model = crate::models::ModelSpec {
+        prompt: PromptChoice::Text(String::new()),
+        dims: None,
+        ..config.spec.model_spec()?
+    }
+    .load_for(crate::embed::tuned::Role::Plain)?;
     // Blocking threads run the tokenizing of requests and the batches' passes (whose heavy
     // work runs on rayon's pool): more of them than this would only add thread stacks and
     // allocator heaps under load (tokio's default allows 512).

@@ -14,6 +14,7 @@ use super::embedding::{texts_of, EmbedJob, EmbedOut, Encoding, OpenAiRequest, Te
 use super::error::ApiError;
 use super::limits::read_json;
 use super::AppState;
+use crate::embed::tuned::{PromptChoice, Role};
 
 type Answer = Result<Response, ApiError>;
 
@@ -56,7 +57,44 @@ pub(crate) async fn metrics(State(st): State<Arc<AppState>>) -> Response {
 }
 
 /// Tokenize (on a blocking thread), queue, wait.
-async fn embed(st: &AppState, texts: Vec<String>) -> Result<EmbedOut, ApiError> {
+/// Embed one request's texts through the shared queue, with the prompt it names (else the
+/// model's default prompt) in front of each, and its vectors cut to `dims`
+/// ([`crate::embed::tuned`]: the CLI's `--prompt-name` and `--dims` give the same vectors).
+async fn embed(
+    st: &AppState,
+    texts: Vec<String>,
+    prompt_name: Option<&str>,
+    dims: Option<usize>,
+) -> Result<EmbedOut, ApiError> {
+    let dim = st.model.dim();
+    let spec = &st.config.spec;
+    let dims = dims.or(spec.dims);
+    if dims.is_some_and(|d| d == 0 || d > dim) {
+        return Err(ApiError::invalid(format!(
+            "dimensions: {} is not between 1 and this model's {dim}",
+            dims.unwrap_or(0)
+        )));
+    }
+    // The request's prompt, else the server's (`seamcut serve --prompt-name`), else the
+    // model's default.
+    let choice = match prompt_name {
+        Some(n) => PromptChoice::Name(n.to_string()),
+        None => PromptChoice::from_settings(spec.prompt_name.as_deref(), spec.prompt.as_deref())?,
+    };
+    let prompt = st.model.prompts().resolve(&choice, Role::Plain)?;
+    let texts = match prompt {
+        Some(p) => texts.into_iter().map(|t| format!("{p}{t}")).collect(),
+        None => texts,
+    };
+    let mut out = embed_texts(st, texts).await?;
+    if let Some(d) = dims.filter(|&d| d != dim) {
+        out.data = crate::embed::tuned::truncate_rows(&out.data, dim, d);
+        out.dim = d;
+    }
+    Ok(out)
+}
+
+async fn embed_texts(st: &AppState, texts: Vec<String>) -> Result<EmbedOut, ApiError> {
     let model = st.model.clone();
     let (job, cost) = tokio::task::spawn_blocking(move || {
         let job = EmbedJob::new(model.as_ref(), texts);
@@ -104,12 +142,9 @@ pub(crate) async fn openai_embeddings(State(st): State<Arc<AppState>>, req: Requ
             return Err(ApiError::no_such_model(asked, served));
         }
     }
-    let dim = st.model.dim();
-    if r.dimensions.is_some_and(|d| d != dim) {
-        return Err(ApiError::invalid(format!("dimensions: this model's vectors have {dim}")));
-    }
     let texts = texts_of(r.input, "input", st.config.limits.max_inputs)?;
-    let out = embed(&st, texts).await?;
+    let out = embed(&st, texts, None, r.dimensions).await?;
+    let dim = out.dim;
     let data = out
         .data
         .chunks_exact(dim)
@@ -134,12 +169,9 @@ pub(crate) async fn tei_embed(State(st): State<Arc<AppState>>, req: Request) -> 
     if r.normalize == Some(false) {
         return Err(ApiError::invalid("normalize: seamcut's vectors are always L2-normalised"));
     }
-    if r.prompt_name.is_some() {
-        return Err(ApiError::invalid("prompt_name: prompts are not supported"));
-    }
     let texts = texts_of(r.inputs, "inputs", st.config.limits.max_inputs)?;
-    let out = embed(&st, texts).await?;
-    let rows: Vec<&[f32]> = out.data.chunks_exact(st.model.dim()).collect();
+    let out = embed(&st, texts, r.prompt_name.as_deref(), r.dimensions).await?;
+    let rows: Vec<&[f32]> = out.data.chunks_exact(out.dim).collect();
     json(&rows)
 }
 

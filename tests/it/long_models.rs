@@ -421,3 +421,117 @@ fn vectors_do_not_depend_on_batch_composition() {
         }
     }
 }
+
+/// Prompts and Matryoshka cuts: sentence-transformers' `encode(prompt_name=…)`, `encode(prompt=…)`
+/// and `truncate_dim` on the short texts (one padded batch each, `prompted.json`), through the
+/// library as every front end loads a model ([`ModelSpec::load_for`]) and through
+/// `seamcut embed --prompt-name --dims`. Asymmetric models get their document prompt for
+/// documents and their query prompt for queries without being told.
+#[test]
+fn prompts_and_dims_match_sentence_transformers() {
+    use seamcut::embed::tuned::{PromptChoice, Role};
+    use seamcut::models::ModelSpec;
+    let tmp = tempfile::tempdir().unwrap();
+    for arch in ["modernbert", "nomic_bert", "qwen3"] {
+        let text = std::fs::read_to_string(dir(arch).join("prompted.json")).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let texts: Vec<String> = serde_json::from_value(v["texts"].clone()).unwrap();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let m = dir(arch).to_str().unwrap().to_string();
+        let spec =
+            ModelSpec { model: m.clone(), device: seamcut::device::DeviceSpec::Cpu, ..ModelSpec::default() };
+        let cases = v["cases"].as_array().unwrap();
+        assert!(cases.len() >= 4, "{arch}");
+        for case in cases {
+            let want: Vec<Vec<f32>> = serde_json::from_value(case["vectors"].clone()).unwrap();
+            let dims = case["truncate_dim"].as_u64().map(|d| d as usize);
+            let prompt = match (case["prompt_name"].as_str(), case["prompt"].as_str()) {
+                (Some(n), _) => PromptChoice::Name(n.into()),
+                (_, Some(t)) => PromptChoice::Text(t.into()),
+                _ => PromptChoice::Auto,
+            };
+            let model =
+                ModelSpec { prompt: prompt.clone(), dims, ..spec.clone() }.load_for(Role::Plain).unwrap();
+            let (emb, _) = embed_texts(model.embedder.as_ref(), &refs, EmbedOptions::default()).unwrap();
+            assert_eq!(emb.dim, want[0].len(), "{arch} {case}");
+            let (c, at) = worst(&emb.data, &want.concat(), emb.dim);
+            assert!(c >= 0.9999, "{arch}: {:?}: text {at}: cosine {c}", prompt);
+            // The CLI gives the same vectors.
+            if let (PromptChoice::Name(n), Some(d)) = (&prompt, dims) {
+                let lines = tmp.path().join("lines.txt");
+                std::fs::write(&lines, texts.join("\n")).unwrap();
+                let npy = tmp.path().join(format!("{arch}.npy"));
+                let out = std::process::Command::new(env!("CARGO_BIN_EXE_seamcut"))
+                    .args(["embed", "--model", &m, "--prompt-name", n, "--dims", &d.to_string()])
+                    .args(["--lines", lines.to_str().unwrap(), "-o", npy.to_str().unwrap()])
+                    .output()
+                    .unwrap();
+                assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+                let (got, _, cols) = seamcut::npy::read_f32(&npy).unwrap();
+                assert_eq!(cols, d);
+                assert!(worst(&got, &emb.data, d).0 >= 0.999999, "{arch}: the CLI's vectors");
+            }
+            // The query role picks the query prompt by itself.
+            if case["prompt_name"] == "query" && dims.is_none() {
+                let q = spec.load_for(Role::Query).unwrap();
+                let (e, _) = embed_texts(q.embedder.as_ref(), &refs, EmbedOptions::default()).unwrap();
+                assert!(worst(&e.data, &want.concat(), e.dim).0 >= 0.9999, "{arch}: the query role");
+            }
+        }
+        // Plain texts get no prompt (these models have no default prompt); documents, the
+        // document prompt where the model has a non-empty one.
+        let plain = spec.load_for(Role::Plain).unwrap();
+        assert_eq!(plain.embedder.prompt(), None);
+        let docs = spec.load_for(Role::Document).unwrap();
+        let want = if arch == "qwen3" { None } else { Some("search_document: ") };
+        assert_eq!(docs.embedder.prompt(), want, "{arch}");
+    }
+    // Bad settings are one line naming the setting.
+    let spec = ModelSpec { model: dir("nomic_bert").to_str().unwrap().into(), ..ModelSpec::default() };
+    let err = |s: ModelSpec| s.load_for(Role::Plain).err().unwrap().to_string();
+    let e = err(ModelSpec { prompt: PromptChoice::Name("serch_query".into()), ..spec.clone() });
+    assert!(e.contains("serch_query") && e.contains("document, query"), "{e}");
+    let e = err(ModelSpec { dims: Some(65), ..spec.clone() });
+    assert!(e.contains("65") && e.contains("64"), "{e}");
+}
+
+/// The late pass with a prompt: the prompt's tokens are context for the first window, never
+/// pooled into a span, so each span's vector is the mean of its own tokens' states from a pass
+/// over the prompted document.
+#[test]
+fn the_late_pass_pools_no_prompt_token() {
+    use seamcut::embed::late::{late_pool, LateDoc, LateOptions};
+    use seamcut::embed::tuned::{PromptChoice, Role};
+    use seamcut::models::ModelSpec;
+    let m = dir("nomic_bert").to_str().unwrap().to_string();
+    let spec = ModelSpec { model: m, prompt: PromptChoice::Name("document".into()), ..ModelSpec::default() };
+    let tuned = spec.load_for(Role::Plain).unwrap();
+    let plain =
+        ModelSpec { prompt: PromptChoice::Text(String::new()), ..spec }.load_for(Role::Plain).unwrap();
+    let doc = "The cat sat on the mat. Retrieval needs good chunks.";
+    let spans = [seamcut::span::Span::new(0, 23), seamcut::span::Span::new(24, doc.len())];
+    let opts = LateOptions::for_model(tuned.embedder.as_ref());
+    let (v, _) = late_pool(tuned.embedder.as_ref(), &[LateDoc { text: doc, spans: &spans }], opts).unwrap();
+    // By hand: the prompted document in one sequence; each span's tokens by their offsets.
+    let prompt = "search_document: ";
+    let (ids, starts) = plain.embedder.content_ids_with_starts(&format!("{prompt}{doc}"));
+    let (pre, post) = plain.embedder.special_ids();
+    let mut batch = FlatBatch::default();
+    batch.push(&[pre, &ids[..], post].concat());
+    let states = plain.embedder.token_states(&batch).unwrap().to_vec2::<f32>().unwrap();
+    for (k, span) in spans.iter().enumerate() {
+        let rows: Vec<&Vec<f32>> = starts
+            .iter()
+            .enumerate()
+            .filter(|(_, &s)| {
+                s >= prompt.len() && span.start <= s - prompt.len() && s - prompt.len() < span.end
+            })
+            .map(|(i, _)| &states[pre.len() + i])
+            .collect();
+        assert!(!rows.is_empty());
+        let mean: Vec<f32> =
+            (0..rows[0].len()).map(|j| rows.iter().map(|r| r[j]).sum::<f32>() / rows.len() as f32).collect();
+        let got = v.aggregate(k..k + 1);
+        assert!(cos(&got, &mean) >= 0.99999, "span {k}: cosine {}", cos(&got, &mean));
+    }
+}

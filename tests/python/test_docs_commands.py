@@ -170,6 +170,9 @@ def make_inputs(d):
         f.write("\n\n".join(" ".join(lines[i : i + 5]) for i in range(0, 200, 5)) + "\n")
     with open(os.path.join(d, "sentences.txt"), "w", encoding="utf-8") as f:
         f.write("\n".join(lines[:100]) + "\n")
+    # The random-weight fixtures of other architectures (docs/models.md's prompt example).
+    os.makedirs(os.path.join(d, "tests", "fixtures"))
+    os.symlink(os.path.join(ROOT, "tests", "fixtures", "models"), os.path.join(d, "tests", "fixtures", "models"))
     # A crawl: JSONL records with a url and a language, zstd-compressed.
     records = [
         {"url": f"https://example.org/page/{i}", "lang": "en", "text": "\n\n".join(take(84 + 2 * i, 2))}

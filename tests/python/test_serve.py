@@ -144,6 +144,43 @@ def test_openai_client_vectors_equal_seamcut_embed(minilm):
     assert cosines(tei, want).min() >= 0.9999
 
 
+NOMIC = os.path.join(ROOT, "tests", "fixtures", "models", "nomic_bert")
+
+
+def test_prompts_and_dimensions_give_the_clis_vectors():
+    """TEI's `prompt_name` and OpenAI's and TEI's `dimensions` give `seamcut embed --prompt-name
+    --dims`'s vectors, on a model with prompts (a random-weight NomicBERT fixture); a request
+    without them gets the plain vectors, and requests of each kind share batches."""
+    texts = TEXTS[:4]
+
+    def cli(*flags):
+        with tempfile.TemporaryDirectory() as d:
+            src, out = os.path.join(d, "lines.txt"), os.path.join(d, "v.npy")
+            with open(src, "w", encoding="utf-8") as f:
+                f.write("\n".join(texts) + "\n")
+            subprocess.run([BIN, "embed", "--model", NOMIC, *flags, "--lines", src, "-o", out, "-q"], check=True)
+            return np.load(out)
+
+    plain, query, cut = cli(), cli("--prompt-name", "query"), cli("--prompt-name", "query", "--dims", "24")
+    assert cosines(plain, query).min() < 0.99  # the prompt changes the vectors
+    with serving("--model", NOMIC) as s:
+        client = openai.OpenAI(base_url=s.url + "/v1", api_key="unused", max_retries=0)
+        r = client.embeddings.create(model="nomic_bert", input=texts, dimensions=24)
+        got = np.array([d.embedding for d in r.data])
+        assert got.shape == (4, 24)
+        assert cosines(got, cli("--dims", "24")).min() >= 0.9999
+        with ThreadPoolExecutor(4) as pool:
+            asks = [{"inputs": texts}, {"inputs": texts, "prompt_name": "query"},
+                    {"inputs": texts, "prompt_name": "query", "dimensions": 24}] * 2
+            answers = list(pool.map(lambda b: s.http.post("/embed", json=b), asks))
+        for body, a in zip(asks, answers):
+            assert a.status_code == 200, a.text
+            want = cut if "dimensions" in body else query if "prompt_name" in body else plain
+            assert cosines(a.json(), want).min() >= 0.9999, body
+        r = s.http.post("/embed", json={"inputs": "a", "prompt_name": "serch_query"})
+        assert r.status_code == 422 and "serch_query" in r.json()["error"]["message"], r.text
+
+
 def test_batching_across_requests_changes_no_vector_and_the_metrics_count_it(minilm):
     before = minilm.metrics()
     want = seamcut_embed(TEXTS)
@@ -333,7 +370,9 @@ def expect_error(r, status):
         ("/v1/embeddings", b'{"input": []}', 422),  # empty input
         ("/v1/embeddings", b'{"input": ""}', 422),
         ("/v1/embeddings", b'{"input": [[1, 2, 3]]}', 422),  # token ids
-        ("/v1/embeddings", b'{"input": "a", "dimensions": 7}', 422),
+        ("/v1/embeddings", b'{"input": "a", "dimensions": 241}', 422),  # more than the model has
+        ("/v1/embeddings", b'{"input": "a", "dimensions": 0}', 422),
+        ("/embed", b'{"inputs": "a", "prompt_name": "query"}', 422),  # the model has no prompts
         ("/v1/embeddings", b'{"input": "a", "encoding_format": "int8"}', 422),
         ("/embed", b'{"inputs": []}', 422),
         ("/embed", b'{"inputs": "a", "normalize": false}', 422),

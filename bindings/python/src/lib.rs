@@ -24,6 +24,7 @@ use seamcut::chunk::ChunkSpan;
 use seamcut::chunkers::ChunkerKind;
 use seamcut::corpus::{Documents, ReadOptions};
 use seamcut::device::{DeviceSpec, Precision};
+use seamcut::embed::tuned::{PromptChoice, Role};
 use seamcut::embed::{embed_texts, EmbedOptions};
 use seamcut::models::ModelSpec;
 use seamcut::output::{ArrowSink, Columns};
@@ -325,19 +326,28 @@ impl ArrowStream {
 /// Embed texts with a model: a float32 array of shape `(len(texts), dim)`, one row per text as
 /// the model's pipeline gives it.
 #[pyfunction]
-#[pyo3(signature = (texts, model, device, dtype))]
+#[pyo3(signature = (texts, model, device, dtype, prompt_name=None, prompt=None, dims=None))]
+#[allow(clippy::too_many_arguments)] // Python's keyword arguments, one each
 fn embed<'py>(
     py: Python<'py>,
     texts: Vec<String>,
     model: String,
     device: String,
     dtype: String,
+    prompt_name: Option<String>,
+    prompt: Option<String>,
+    dims: Option<usize>,
 ) -> PyResult<Bound<'py, numpy::PyArray2<f32>>> {
     let (n, dim, data) = py
         .detach(|| -> Result<_, Error> {
-            let spec =
-                ModelSpec { model, device: DeviceSpec::parse(&device)?, dtype: Precision::parse(&dtype)? };
-            let model = spec.load()?;
+            let spec = ModelSpec {
+                model,
+                device: DeviceSpec::parse(&device)?,
+                dtype: Precision::parse(&dtype)?,
+                prompt: PromptChoice::from_settings(prompt_name.as_deref(), prompt.as_deref())?,
+                dims,
+            };
+            let model = spec.load_for(Role::Plain)?;
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
             let (e, _) = embed_texts(model.embedder.as_ref(), &refs, EmbedOptions::default())?;
             Ok((texts.len(), model.embedder.dim(), e.data))

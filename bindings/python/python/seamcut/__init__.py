@@ -338,15 +338,28 @@ def chunk_table(data: Any, chunker: Optional[Chunker] = None, **kwargs: Any):
     return (chunker or Chunker()).chunk_table(data, **kwargs)
 
 
-def embed(texts: Sequence[str], model: str = "default", device: str = "auto", dtype: str = "f32"):
+def embed(
+    texts: Sequence[str],
+    model: str = "default",
+    device: str = "auto",
+    dtype: str = "f32",
+    prompt_name: Optional[str] = None,
+    prompt: Optional[str] = None,
+    dims: Optional[int] = None,
+):
     """Embed texts: a ``numpy.ndarray`` of float32, shape ``(len(texts), dim)``, one row per
     text as the model's pipeline gives it (the shipped models' rows have unit length). The
-    array owns the buffer seamcut computed: no copy."""
+    array owns the buffer seamcut computed: no copy.
+
+    ``prompt_name`` names one of the model's prompts (``config_sentence_transformers.json``:
+    ``"query"``, ``"document"``, ...), ``prompt`` gives a prompt text instead; with neither,
+    the model's default prompt, as sentence-transformers' ``encode`` does. ``dims`` keeps the
+    first ``dims`` components of each vector, then normalises (``truncate_dim``)."""
     texts = list(texts)
     for i, t in enumerate(texts):
         if not isinstance(t, str):
             raise TypeError(f"texts[{i}] must be a str, not {type(t).__name__}")
-    return _seamcut.embed(texts, model, device, dtype)
+    return _seamcut.embed(texts, model, device, dtype, prompt_name, prompt, dims)
 
 
 def set_num_threads(n: int) -> None:
