@@ -17,7 +17,6 @@
 use std::path::{Path, PathBuf};
 
 use candle_core::{DType, Tensor, D};
-use candle_nn::VarBuilder;
 use serde::Deserialize;
 use tokenizers::Tokenizer;
 
@@ -240,11 +239,9 @@ impl BertEmbedder {
         };
         let text =
             std::fs::read_to_string(dir.join("config.json")).map_err(|e| Error::model(dir.display(), e))?;
-        // SAFETY: the file is memory-mapped read-only; seamcut never writes it while mapped.
-        let vb = unsafe { VarBuilder::from_mmaped_safetensors(&[&weights], compute.dtype, &compute.device) }
-            .map_err(|e| {
-                Error::model(dir.display(), format!("cannot read model.safetensors: {}", first_line(&e)))
-            })?;
+        // Tensor by tensor into their own buffers (no mapping held through the load: half the
+        // peak memory, `super::weights`).
+        let vb = super::weights::var_builder(&weights, compute.dtype, &compute.device)?;
         let bad = |e: candle_core::Error| {
             Error::model(dir.display(), format!("weights do not match config.json: {}", first_line(&e)))
         };

@@ -31,6 +31,7 @@ pub mod rope_bert;
 pub mod rotary;
 pub mod static_model;
 pub mod tuned;
+pub mod weights;
 
 use rayon::prelude::*;
 
