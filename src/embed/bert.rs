@@ -75,6 +75,8 @@ pub struct BertEmbedder {
     pre: Vec<u32>,
     post: Vec<u32>,
     prompts: super::tuned::Prompts,
+    /// Dense heads after the pooling (most models have none).
+    heads: super::dense::Heads,
     name: String,
 }
 
@@ -147,24 +149,33 @@ pub(crate) fn model_type(dir: &Path) -> Result<String> {
     Ok(t.model_type.unwrap_or_default())
 }
 
-fn pooling_of(dir: &Path) -> Result<Pooling> {
+/// The pooling, and the Dense heads' directories in order ([`super::dense`]), from
+/// `modules.json`.
+fn modules_of(dir: &Path) -> Result<(Pooling, Vec<PathBuf>)> {
     let mut pool_dir: Option<PathBuf> = None;
+    let mut dense = Vec::new();
     if dir.join("modules.json").is_file() {
         let modules: Vec<StModule> = read_json(dir, "modules.json")?;
-        // A module seamcut does not run (a Dense head, say) would change every vector: refused,
-        // rather than skipped. Normalize is what seamcut always does.
+        // A module seamcut does not run would change every vector: refused, rather than
+        // skipped. Normalize is what seamcut always does.
         let name = |m: &StModule| m.kind.rsplit('.').next().unwrap_or_default().to_string();
-        if let Some(m) =
-            modules.iter().find(|m| !matches!(name(m).as_str(), "Transformer" | "Pooling" | "Normalize"))
-        {
-            return Err(Error::model(
-                dir.display(),
-                format!(
-                    "modules.json names a {} module ({}), which seamcut does not run (supported: Transformer, Pooling, Normalize)",
-                    name(m),
-                    m.kind
-                ),
-            ));
+        let mut pooled = false;
+        for m in &modules {
+            match name(m).as_str() {
+                "Transformer" | "Normalize" => {}
+                "Pooling" => pooled = true,
+                "Dense" if pooled => dense.push(dir.join(&m.path)),
+                other => {
+                    let what = if other == "Dense" { "a Dense module before the Pooling" } else { other };
+                    return Err(Error::model(
+                        dir.display(),
+                        format!(
+                            "modules.json names {what} ({}), which seamcut does not run (supported: Transformer, Pooling, Dense heads after it, Normalize)",
+                            m.kind
+                        ),
+                    ));
+                }
+            }
         }
         if let Some(m) = modules.iter().find(|m| m.kind.ends_with("Pooling")) {
             pool_dir = Some(dir.join(&m.path));
@@ -172,6 +183,10 @@ fn pooling_of(dir: &Path) -> Result<Pooling> {
     } else if dir.join("1_Pooling/config.json").is_file() {
         pool_dir = Some(dir.join("1_Pooling"));
     }
+    Ok((pooling_of(dir, pool_dir)?, dense))
+}
+
+fn pooling_of(dir: &Path, pool_dir: Option<PathBuf>) -> Result<Pooling> {
     let Some(pd) = pool_dir else {
         return Ok(Pooling::Mean); // no sentence-transformers metadata: mean, the common default
     };
@@ -226,7 +241,7 @@ impl BertEmbedder {
         // rather than a failure deep inside a layer.
         super::safetensors_header(&weights)?;
         let tokenizer = load_tokenizer(dir)?;
-        let pooling = pooling_of(dir)?;
+        let (pooling, dense_dirs) = modules_of(dir)?;
         let sbert: Option<SbertConfig> = if dir.join("sentence_bert_config.json").is_file() {
             Some(read_json(dir, "sentence_bert_config.json")?)
         } else {
@@ -310,6 +325,7 @@ impl BertEmbedder {
         };
         let max_tokens =
             sbert.and_then(|s| s.max_seq_length).or_else(from_tokenizer_config).unwrap_or(512).min(pos_limit);
+        let heads = super::dense::Heads::load(dir, &dense_dirs, arch.hidden_size, compute)?;
         let (pre, post) = special_tokens(&tokenizer).map_err(|e| Error::model(dir.display(), e))?;
         // The window as a user counts it: the text's tokens, less the special tokens.
         let text_tokens = max_tokens.saturating_sub(pre.len() + post.len());
@@ -319,14 +335,20 @@ impl BertEmbedder {
             compute: compute.clone(),
             pooling,
             max_tokens,
-            dim: arch.hidden_size,
+            dim: heads.dim().unwrap_or(arch.hidden_size),
+            heads,
             pre,
             post,
             prompts,
             name: format!(
-                "{} ({kind}, {:?} pooling, window {text_tokens} tokens of text, {})",
+                "{} ({kind}, {:?} pooling{}, window {text_tokens} tokens of text, {})",
                 dir.display(),
                 pooling,
+                if dense_dirs.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {} Dense heads", dense_dirs.len())
+                },
                 compute.describe()
             ),
         })
@@ -397,7 +419,12 @@ impl Embedder for BertEmbedder {
         if batch.is_empty() {
             return Ok(Tensor::zeros((0, self.dim), DType::F32, &candle_core::Device::Cpu)?);
         }
-        self.encoder.forward(batch)
+        let states = self.encoder.forward(batch)?;
+        if self.heads.is_empty() {
+            return Ok(states);
+        }
+        // Linear heads commute with the span means (super::dense).
+        self.heads.on_tokens(&states)
     }
 
     fn describe(&self) -> String {
@@ -415,13 +442,14 @@ impl BertEmbedder {
         if batch.is_empty() {
             return Ok(Vec::new());
         }
-        let pooled = if unit && pooling == self.pooling && self.encoder_device().is_cuda() {
-            // On a GPU, pooling and normalisation are one kernel (kernels/pool.cu).
-            self.pool_on_device(batch)?
-        } else {
-            let hidden = self.encoder.forward(batch)?;
-            self.pool_product(&hidden, batch, pooling, unit)?
-        };
+        let pooled =
+            if unit && pooling == self.pooling && self.heads.is_empty() && self.encoder_device().is_cuda() {
+                // On a GPU, pooling and normalisation are one kernel (kernels/pool.cu).
+                self.pool_on_device(batch)?
+            } else {
+                let hidden = self.encoder.forward(batch)?;
+                self.pool_product(&hidden, batch, pooling, unit)?
+            };
         let mut out = pooled.flatten_all()?.to_vec1::<f32>()?;
         if unit {
             for row in out.chunks_mut(self.dim) {
@@ -471,6 +499,7 @@ impl BertEmbedder {
                 Tensor::from_vec(p, (n, total), &dev)?.matmul(&hidden)?
             }
         };
+        let pooled = if self.heads.is_empty() { pooled } else { self.heads.forward(&pooled)? };
         if !unit {
             return Ok(pooled);
         }
@@ -487,7 +516,10 @@ impl BertEmbedder {
         static KERNEL_FAILED: AtomicBool = AtomicBool::new(false);
         let hidden = self.encoder.forward(batch)?; // [tokens, H], the model's dtype
                                                    // The kernel pools by mean or CLS; the last token is a gather.
-        if self.pooling != Pooling::LastToken && !KERNEL_FAILED.load(Ordering::Relaxed) {
+        if self.pooling != Pooling::LastToken
+            && self.heads.is_empty()
+            && !KERNEL_FAILED.load(Ordering::Relaxed)
+        {
             let cu: Vec<u32> = batch.cu_seqlens.iter().map(|&c| c as u32).collect();
             match crate::kernels::pool(&hidden, &cu, self.pooling == Pooling::Cls) {
                 Ok(t) => return Ok(t),

@@ -20,6 +20,7 @@ pub mod amx;
 pub mod attention;
 pub mod batch;
 pub mod bert;
+pub mod dense;
 pub mod encoder;
 pub mod fused;
 pub mod gelu;

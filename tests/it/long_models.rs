@@ -386,18 +386,87 @@ fn unimplemented_options_are_refused() {
     }
 }
 
-/// A sentence-transformers module seamcut does not run (a Dense head) is refused by name, not
-/// skipped (which would give other vectors than the model's).
+/// A sentence-transformers module seamcut does not run (a LayerNorm module, a Dense head before
+/// the pooling) is refused by name, not skipped (which would give other vectors than the model's).
 #[test]
 fn an_unsupported_module_is_refused() {
     let d = renamed("gte", |k, t| vec![(k.to_string(), t.clone())]);
     let path = d.path().join("modules.json");
-    let mut modules: Vec<serde_json::Value> =
+    let original: Vec<serde_json::Value> =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    modules.push(serde_json::json!({"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.base.modules.dense.Dense"}));
+    let mut modules = original.clone();
+    modules.push(serde_json::json!({"idx": 2, "name": "2", "path": "2_LayerNorm", "type": "sentence_transformers.models.LayerNorm"}));
     std::fs::write(&path, serde_json::to_string(&modules).unwrap()).unwrap();
     let err = load_dir(d.path(), &Compute::cpu()).err().unwrap().to_string();
-    assert!(err.contains("Dense module"), "{err}");
+    assert!(err.contains("LayerNorm"), "{err}");
+    let mut modules = original;
+    let dense = serde_json::json!({"idx": 1, "name": "1", "path": "2_Dense", "type": "sentence_transformers.models.Dense"});
+    modules.insert(1, dense);
+    std::fs::write(&path, serde_json::to_string(&modules).unwrap()).unwrap();
+    let err = load_dir(d.path(), &Compute::cpu()).err().unwrap().to_string();
+    assert!(err.contains("a Dense module before the Pooling"), "{err}");
+}
+
+/// nomic_bert's fixture with `dense_heads/NAME`'s heads and modules.json laid over a copy.
+fn with_heads(name: &str) -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    let copy = |from: &Path, to: &Path| {
+        for e in std::fs::read_dir(from).unwrap() {
+            let e = e.unwrap();
+            if e.path().is_dir() {
+                std::fs::create_dir_all(to.join(e.file_name())).unwrap();
+                for f in std::fs::read_dir(e.path()).unwrap() {
+                    let f = f.unwrap();
+                    std::fs::copy(f.path(), to.join(e.file_name()).join(f.file_name())).unwrap();
+                }
+            } else {
+                std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+            }
+        }
+    };
+    copy(&dir("nomic_bert"), d.path());
+    copy(&dir("dense_heads").join(name), d.path());
+    d
+}
+
+/// Dense heads after the pooling (sentence-transformers' Dense: two linear ones as EmbeddingGemma
+/// has, then a Tanh one): the vectors of sentence-transformers' `encode`; the linear heads applied
+/// to each token's state for the late pass (their mean is the heads' vector of the mean); a late
+/// pass through a Tanh head refused in words; a head whose size does not chain refused by name.
+#[test]
+fn dense_heads_match_sentence_transformers() {
+    let text = std::fs::read_to_string(dir("dense_heads").join("expected.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let texts: Vec<String> = serde_json::from_value(v["texts"].clone()).unwrap();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    for name in ["identity", "tanh"] {
+        let d = with_heads(name);
+        let model = load_dir(d.path(), &Compute::cpu()).unwrap();
+        let want: Vec<Vec<f32>> = serde_json::from_value(v[name].clone()).unwrap();
+        assert_eq!(model.dim(), want[0].len(), "{name}");
+        let (emb, _) = embed_texts(model.as_ref(), &refs, EmbedOptions::default()).unwrap();
+        let (c, at) = worst(&emb.data, &want.concat(), model.dim());
+        assert!(c >= 0.9999, "{name}: text {at}: cosine {c}");
+        let mut batch = FlatBatch::default();
+        let (pre, post) = model.special_ids();
+        batch.push(&[pre, &model.content_ids(&texts[0])[..], post].concat());
+        if name == "identity" {
+            let want: Vec<Vec<f32>> = serde_json::from_value(v["identity_token_states"].clone()).unwrap();
+            let got = model.token_states(&batch).unwrap().to_vec2::<f32>().unwrap();
+            assert_eq!(got.len(), want.len());
+            let (c, at) = worst(&got.concat(), &want.concat(), model.dim());
+            assert!(c >= 0.9999, "token {at}: cosine {c}");
+        } else {
+            let err = model.token_states(&batch).unwrap_err().to_string();
+            assert!(err.contains("Tanh"), "{err}");
+        }
+    }
+    let d = with_heads("identity");
+    let cfg = d.path().join("3_Dense/config.json");
+    let edited = std::fs::read_to_string(&cfg).unwrap().replace("\"in_features\": 96", "\"in_features\": 95");
+    std::fs::write(&cfg, edited).unwrap();
+    let err = load_dir(d.path(), &Compute::cpu()).err().unwrap().to_string();
+    assert!(err.contains("3_Dense") && err.contains("95") && err.contains("96"), "{err}");
 }
 
 /// A text's vector does not depend on which texts share its batch (ARCHITECTURE.md's rule,
