@@ -20,6 +20,7 @@ use crate::{Error, Result};
 
 /// One entry of the model catalog.
 #[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CatalogEntry {
     pub name: String,
     pub hub: Option<String>,
@@ -40,6 +41,13 @@ pub struct CatalogEntry {
     pub late_window: Option<usize>,
     #[serde(default)]
     pub late_stride: Option<usize>,
+    /// The tokens the model was trained to read (its published `max_seq_length`), for the
+    /// long-context models; the model directory's own setting is what seamcut uses.
+    #[serde(default)]
+    pub window: Option<usize>,
+    /// The dimensions a Matryoshka model was trained to be cut to (`--dims`).
+    #[serde(default)]
+    pub matryoshka: Vec<usize>,
     #[serde(default)]
     pub notes: Option<String>,
 }

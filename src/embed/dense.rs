@@ -73,14 +73,15 @@ impl Heads {
             let name = p.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
             let bad = |m: String| Error::model(dir.display(), format!("{name}: {m}"));
             let cfg: DenseConfig = super::bert::read_json(p, "config.json")?;
-            let act =
-                match cfg.activation_function.as_deref().map(|a| a.rsplit('.').next().unwrap_or(a)) {
-                    None | Some("Identity") => Activation::Identity,
-                    Some("Tanh") => Activation::Tanh,
-                    Some(other) => return Err(bad(format!(
+            let act = match cfg.activation_function.as_deref().map(|a| a.rsplit('.').next().unwrap_or(a)) {
+                None | Some("Identity") => Activation::Identity,
+                Some("Tanh") => Activation::Tanh,
+                Some(other) => {
+                    return Err(bad(format!(
                         "a Dense head with activation {other}, which seamcut does not run (Identity, Tanh)"
-                    ))),
-                };
+                    )))
+                }
+            };
             if cfg.use_residual {
                 return Err(bad("a Dense head with use_residual, which seamcut does not run".into()));
             }

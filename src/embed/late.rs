@@ -50,6 +50,18 @@ use crate::{Error, Result};
 /// (`benches/RESULTS.md`, "Late pooling").
 pub const FALLBACK_WINDOW: usize = 254;
 
+/// A model whose window holds at least this many tokens was trained for long inputs
+/// (ModernBERT, NomicBERT, GTE v1.5, Qwen3-Embedding: 8,192 and more): its late pass reads
+/// macro windows of up to [`LONG_WINDOW`] tokens, [`LONG_OVERLAP`] apart from the next, as
+/// the late-chunking paper's code does (`_embed_with_overlap`, `long_late_chunking_embed_size`
+/// 8,192 and `_overlap_size` 256). These are the paper's values, not measured here: no such
+/// model's real weights could be run (benches/RESULTS.md).
+pub const LONG_CONTEXT: usize = 2048;
+/// A long-context model's late window, special tokens included.
+pub const LONG_WINDOW: usize = 8192;
+/// Tokens consecutive late windows of a long-context model share.
+pub const LONG_OVERLAP: usize = 256;
+
 /// Windowing and batching of the late pass.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LateOptions {
@@ -62,15 +74,23 @@ pub struct LateOptions {
 }
 
 impl LateOptions {
-    /// The model's own defaults ([`Embedder::late_window`]), else a window of
-    /// [`FALLBACK_WINDOW`] tokens (less where the model takes fewer) every half window. The
-    /// catalog's measured values, where it has them, come through
-    /// [`crate::models::Model::late_options`].
+    /// The model's own defaults ([`Embedder::late_window`]); for a long-context model
+    /// ([`LONG_CONTEXT`]) windows of up to [`LONG_WINDOW`] tokens overlapping by
+    /// [`LONG_OVERLAP`]; else a window of [`FALLBACK_WINDOW`] tokens (less where the model takes
+    /// fewer) every half window. The catalog's measured values, where it has them, come
+    /// through [`crate::models::Model::late_options`].
     #[must_use]
     pub fn for_model(model: &dyn Embedder) -> Self {
-        let (window, stride) = model.late_window().unwrap_or_else(|| {
-            let w = content_limit(model).map_or(FALLBACK_WINDOW, |m| m.min(FALLBACK_WINDOW));
-            (w, w.div_ceil(2))
+        let (window, stride) = model.late_window().unwrap_or_else(|| match content_limit(model) {
+            Some(m) if model.max_tokens().is_some_and(|t| t >= LONG_CONTEXT) => {
+                let (pre, post) = model.special_ids();
+                let w = m.min(LONG_WINDOW - pre.len() - post.len());
+                (w, w - LONG_OVERLAP)
+            }
+            limit => {
+                let w = limit.map_or(FALLBACK_WINDOW, |m| m.min(FALLBACK_WINDOW));
+                (w, w.div_ceil(2))
+            }
         });
         Self { window, stride, batch_tokens: super::EmbedOptions::default().batch_tokens }
     }

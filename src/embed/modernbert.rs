@@ -23,7 +23,7 @@ use candle_nn::VarBuilder;
 use serde::Deserialize;
 
 use super::attention::{self, Heads, Mask, View};
-use super::layers::{fused_cpu, LayerNorm, Linear};
+use super::layers::{fused_cpu, glu, Act, LayerNorm, Linear};
 use super::rotary::Rotary;
 use super::FlatBatch;
 use crate::Result;
@@ -116,36 +116,6 @@ impl ModernBertConfig {
                 other => candle_core::bail!("layer_types[{i}] is {other:?}"),
             },
             None => Ok(i.is_multiple_of(self.global_attn_every_n_layers.max(1))),
-        }
-    }
-}
-
-/// The feed-forward activation.
-#[derive(Debug, Clone, Copy)]
-enum Act {
-    GeluErf,
-    GeluTanh,
-    Silu,
-    Relu,
-}
-
-impl Act {
-    fn parse(name: &str) -> candle_core::Result<Self> {
-        Ok(match name {
-            "gelu" | "gelu_python" => Self::GeluErf,
-            "gelu_new" | "gelu_pytorch_tanh" | "gelu_fast" => Self::GeluTanh,
-            "silu" | "swish" => Self::Silu,
-            "relu" => Self::Relu,
-            other => candle_core::bail!("unsupported hidden_activation {other:?}"),
-        })
-    }
-
-    fn forward(self, x: &Tensor) -> candle_core::Result<Tensor> {
-        match self {
-            Self::GeluErf => super::gelu::gelu_erf(x),
-            Self::GeluTanh => x.gelu(),
-            Self::Silu => candle_nn::ops::silu(x),
-            Self::Relu => x.relu(),
         }
     }
 }
@@ -263,8 +233,10 @@ impl ModernBert {
                 None => x.clone(),
             };
             let qkv = layer.wqkv.forward(&a)?; // [N, 3H]: q, k, v, heads contiguous in each
+            drop(a);
             let ctx = if tiled && fused_cpu(&qkv) {
                 let mut host = qkv.flatten_all()?.to_vec1::<f32>()?;
+                drop(qkv); // the host copy is what attention reads: one [N, 3H] buffer, not two
                 rope.apply_host(&mut host, 3 * h, 0, nh);
                 rope.apply_host(&mut host, 3 * h, h, nh);
                 let view = |offset| View { data: &host, stride: 3 * h, offset };
@@ -278,10 +250,9 @@ impl ModernBert {
             };
             x = (x + layer.wo.forward(&ctx)?)?;
             let wi = layer.wi.forward(&layer.mlp_norm.forward(&x)?)?; // [N, 2I]: input, gate
-            let input = wi.narrow(1, 0, self.inter)?.contiguous()?;
-            let gate = wi.narrow(1, self.inter, self.inter)?;
-            let y = (self.act.forward(&input)? * gate)?;
-            x = (x + layer.mlp_wo.forward(&y.contiguous()?)?)?;
+            let y = glu(&wi, self.inter, 0, self.inter, self.act)?;
+            drop(wi);
+            x = (x + layer.mlp_wo.forward(&y)?)?;
         }
         Ok(self.final_norm.forward(&x)?)
     }

@@ -15,7 +15,7 @@ use candle_nn::VarBuilder;
 use serde::Deserialize;
 
 use super::attention::{self, Heads, Mask};
-use super::layers::{Linear, RmsNorm};
+use super::layers::{glu, Act, Linear, RmsNorm};
 use super::rotary::Rotary;
 use super::FlatBatch;
 use crate::Result;
@@ -186,9 +186,9 @@ impl Qwen3 {
             };
             x = (x + layer.o.forward(&ctx)?)?;
             let gu = layer.gate_up.forward(&layer.post_norm.forward(&x)?)?;
-            let gate = candle_nn::ops::silu(&gu.narrow(1, 0, self.inter)?.contiguous()?)?;
-            let y = (gate * gu.narrow(1, self.inter, self.inter)?)?;
-            x = (x + layer.down.forward(&y.contiguous()?)?)?;
+            let y = glu(&gu, self.inter, 0, self.inter, Act::Silu)?;
+            drop(gu);
+            x = (x + layer.down.forward(&y)?)?;
         }
         Ok(self.norm.forward(&x)?)
     }

@@ -24,7 +24,7 @@ use candle_nn::VarBuilder;
 use serde::Deserialize;
 
 use super::attention::{self, Heads, Mask, View};
-use super::layers::{fused_cpu, LayerNorm, Linear};
+use super::layers::{fused_cpu, glu, Act, LayerNorm, Linear};
 use super::rotary::Rotary;
 use super::FlatBatch;
 use crate::Result;
@@ -102,14 +102,6 @@ pub struct RopeParameters {
 
 fn default_eps() -> f64 {
     1e-12
-}
-
-/// The gated feed-forward's activation.
-#[derive(Debug, Clone, Copy)]
-enum Act {
-    Silu,
-    GeluErf,
-    GeluTanh,
 }
 
 struct Layer {
@@ -329,6 +321,7 @@ impl RopeBert {
             let qkv = layer.qkv.forward(&x)?; // [N, 3H]
             let ctx = if tiled && fused_cpu(&qkv) {
                 let mut host = qkv.flatten_all()?.to_vec1::<f32>()?;
+                drop(qkv); // the host copy is what attention reads: one [N, 3H] buffer, not two
                 rope.apply_host(&mut host, 3 * h, 0, nh);
                 rope.apply_host(&mut host, 3 * h, h, nh);
                 let view = |offset| View { data: &host, stride: 3 * h, offset };
@@ -343,14 +336,9 @@ impl RopeBert {
             };
             x = layer.ln1.forward(&(x + layer.o.forward(&ctx)?)?)?;
             let gu = layer.gate_up.forward(&x)?;
-            let gate = gu.narrow(1, self.gate_at, self.inter)?.contiguous()?;
-            let gate = match self.act {
-                Act::Silu => candle_nn::ops::silu(&gate)?,
-                Act::GeluErf => super::gelu::gelu_erf(&gate)?,
-                Act::GeluTanh => gate.gelu()?,
-            };
-            let y = (gate * gu.narrow(1, self.up_at, self.inter)?)?;
-            x = layer.ln2.forward(&(x + layer.down.forward(&y.contiguous()?)?)?)?;
+            let y = glu(&gu, self.inter, self.gate_at, self.up_at, self.act)?;
+            drop(gu);
+            x = layer.ln2.forward(&(x + layer.down.forward(&y)?)?)?;
         }
         Ok(x)
     }

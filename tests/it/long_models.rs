@@ -300,6 +300,31 @@ fn other_weight_names_load_too() {
     }
 }
 
+/// A long-context model's late pass reads macro windows up to its window (8,192 tokens at most)
+/// overlapping by 256 tokens, as the late-chunking paper's code does; a 256-token model keeps
+/// the short fallback.
+#[test]
+fn long_context_models_get_macro_late_windows() {
+    use seamcut::embed::late::{LateOptions, LONG_OVERLAP};
+    for arch in ["modernbert", "qwen3"] {
+        let model = load_dir(&dir(arch), &Compute::cpu()).unwrap();
+        let (pre, post) = model.special_ids();
+        let o = LateOptions::for_model(model.as_ref());
+        assert_eq!(
+            o.window,
+            4608 - pre.len() - post.len(),
+            "{arch}: the fixture's window, less its specials"
+        );
+        assert_eq!(o.window - o.stride, LONG_OVERLAP, "{arch}");
+        o.validate(model.as_ref()).unwrap();
+    }
+    let minilm = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models/all-MiniLM-L6-v2");
+    if minilm.is_dir() {
+        let o = LateOptions::for_model(load_dir(&minilm, &Compute::cpu()).unwrap().as_ref());
+        assert_eq!((o.window, o.stride), (254, 127));
+    }
+}
+
 /// Each architecture through the command line: `seamcut embed` gives the reference's vectors,
 /// and `seamcut chunk --chunker maxmin --embeddings late` (seams and chunk vectors from one late
 /// pass) chunks a document into contiguous chunks.
