@@ -262,22 +262,44 @@ pub fn tiled_tensors(
     heads: Heads,
     mask: Mask,
 ) -> candle_core::Result<Tensor> {
-    let host = |t: &Tensor| -> candle_core::Result<Vec<f32>> { t.flatten_all()?.to_vec1::<f32>() };
     let n = q.dim(0)?;
     if cu_seqlens.last().copied().unwrap_or(0) != n || k.dim(0)? != n || v.dim(0)? != n {
         candle_core::bail!("attention: sequence offsets do not tile {n} tokens");
     }
-    let (qh, kh, vh) = (host(q)?, host(k)?, host(v)?);
+    // Read in place (no host copies of Q, K and V: at 8,192 tokens they are most of a layer's
+    // memory); a strided input is made contiguous first.
+    let (q, k, v) = (q.contiguous()?, k.contiguous()?, v.contiguous()?);
+    let (qg, ql) = q.storage_and_layout();
+    let (kg, kl) = k.storage_and_layout();
+    let (vg, vl) = v.storage_and_layout();
+    let slice = |g: &'_ candle_core::Storage,
+                 l: &candle_core::Layout|
+     -> candle_core::Result<std::ops::Range<usize>> {
+        match (g, l.contiguous_offsets()) {
+            (candle_core::Storage::Cpu(candle_core::CpuStorage::F32(_)), Some((a, b))) => Ok(a..b),
+            _ => candle_core::bail!("attention: the tiled path takes f32 CPU tensors"),
+        }
+    };
+    let (qr, kr, vr) = (slice(&qg, ql)?, slice(&kg, kl)?, slice(&vg, vl)?);
+    let (qd, kd, vd) = (f32_data(&qg), f32_data(&kg), f32_data(&vg));
     let (qs, ks) = (heads.heads * heads.dim, heads.kv_heads * heads.dim);
     let ctx = tiled(
-        View { data: &qh, stride: qs, offset: 0 },
-        View { data: &kh, stride: ks, offset: 0 },
-        View { data: &vh, stride: ks, offset: 0 },
+        View { data: &qd[qr], stride: qs, offset: 0 },
+        View { data: &kd[kr], stride: ks, offset: 0 },
+        View { data: &vd[vr], stride: ks, offset: 0 },
         cu_seqlens,
         heads,
         mask,
     );
     Tensor::from_vec(ctx, (n, qs), q.device())
+}
+
+/// The floats of an f32 CPU storage (empty for any other).
+fn f32_data(g: &candle_core::Storage) -> &[f32] {
+    match g {
+        candle_core::Storage::Cpu(candle_core::CpuStorage::F32(d)) => d,
+        _ => &[],
+    }
 }
 
 /// Attention on a padded layout with candle's ops (devices other than the CPU, dtypes other

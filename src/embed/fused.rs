@@ -380,6 +380,29 @@ pub fn linear(x: &Tensor, wt: &Tensor, b: &Tensor) -> candle_core::Result<Tensor
     x.apply_op3_no_bwd(wt, b, &Linear)
 }
 
+/// `x · wt (+ b)` as a host vector, `[n, m]` row-major, for `x` `[n, k]` and `wt` `[k, m]` f32
+/// and contiguous on the CPU: [`linear`]'s product, for a caller whose next step works on the
+/// host (the tiled attention reads Q, K and V from it): no tensor to copy out of, so a long
+/// text's `[tokens, 3·hidden]` projection is held once, not twice.
+///
+/// # Errors
+/// On another device, dtype or layout, or mismatched shapes.
+pub fn linear_host(x: &Tensor, wt: &Tensor, b: Option<&Tensor>) -> candle_core::Result<Vec<f32>> {
+    let bias = b.map(Tensor::to_vec1::<f32>).transpose()?;
+    let (xs, xl) = x.storage_and_layout();
+    let (ws, wl) = wt.storage_and_layout();
+    let (candle_core::Storage::Cpu(xc), candle_core::Storage::Cpu(wc)) = (&*xs, &*ws) else {
+        candle_core::bail!("seamcut linear_host: CPU tensors only")
+    };
+    let (xv, wv) = (f32_slice(xc, xl, "linear")?, f32_slice(wc, wl, "linear")?);
+    let (n, k) = xl.shape().dims2()?;
+    let (k2, m) = wl.shape().dims2()?;
+    if k != k2 || bias.as_ref().is_some_and(|b| b.len() != m) {
+        candle_core::bail!("seamcut linear_host: shapes {:?} {:?}", xl.dims(), wl.dims());
+    }
+    Ok(product(xv, wv, (n, k, m), bias.as_deref()))
+}
+
 /// Attention over flat sequences, see [`attention`].
 struct Attention<'a> {
     cu_seqlens: &'a [usize],

@@ -51,6 +51,15 @@ impl Linear {
         Ok(Self { wt: Tensor::cat(&wts, 1)?.contiguous()?, b })
     }
 
+    /// [`Self::forward`] as a host vector `[tokens, out]`, for `x` that takes the fused CPU
+    /// ops ([`fused_cpu`]): [`super::fused::linear_host`].
+    ///
+    /// # Errors
+    /// On a shape or device failure, or `x` not on the CPU in f32.
+    pub fn forward_host(&self, x: &Tensor) -> candle_core::Result<Vec<f32>> {
+        super::fused::linear_host(x, &self.wt, self.b.as_ref())
+    }
+
     /// Apply to `x` `[tokens, in]`.
     ///
     /// # Errors
@@ -176,6 +185,37 @@ pub fn glu(x: &Tensor, inter: usize, act_at: usize, up_at: usize, act: Act) -> c
     }
     let a = act.forward(&x.narrow(1, act_at, inter)?.contiguous()?)?;
     a * x.narrow(1, up_at, inter)?
+}
+
+/// Rows of a gated feed-forward's input projected at a time by [`glu_ffn`] on the CPU.
+const FFN_ROWS: usize = 1024;
+
+/// A gated feed-forward's first half: `glu(up_gate(x))`, `[tokens, inter]`. On the CPU in f32
+/// the `[tokens, 2·inter]` projection is made [`FFN_ROWS`] rows at a time, each turned into its
+/// rows of the result at once, so the whole projection is never held: at 8,192 tokens that was
+/// the layer's largest buffer. Elsewhere, [`glu`] of the whole projection.
+///
+/// # Errors
+/// On a shape or device failure.
+pub fn glu_ffn(
+    x: &Tensor,
+    up_gate: &Linear,
+    inter: usize,
+    act_at: usize,
+    up_at: usize,
+    act: Act,
+) -> candle_core::Result<Tensor> {
+    let n = x.dim(0)?;
+    if !fused_cpu(x) || n <= FFN_ROWS {
+        return glu(&up_gate.forward(x)?, inter, act_at, up_at, act);
+    }
+    let mut out = Vec::with_capacity(n * inter);
+    for at in (0..n).step_by(FFN_ROWS) {
+        let rows = FFN_ROWS.min(n - at);
+        let part = glu(&up_gate.forward(&x.narrow(0, at, rows)?)?, inter, act_at, up_at, act)?;
+        out.extend(part.flatten_all()?.to_vec1::<f32>()?);
+    }
+    Tensor::from_vec(out, (n, inter), x.device())
 }
 
 /// [`glu`]'s fused CPU pass.

