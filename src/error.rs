@@ -51,6 +51,11 @@ pub enum Error {
     #[error("{}", self.render(&|s| s.to_string()))]
     Setting { setting: &'static str, message: String },
 
+    /// A database output that failed while the job ran: the server unreachable, a write
+    /// refused after its retries (the URL is in the message).
+    #[error("{}", self.render(&|s| s.to_string()))]
+    Database(String),
+
     #[error("internal error (please report): {0}")]
     Internal(String),
 
@@ -140,6 +145,7 @@ impl Error {
             Self::Rejected(_) => "unstorable",
             Self::Internal(_) => "internal",
             Self::Write(_) => "write",
+            Self::Database(_) => "database",
         }
     }
 
@@ -163,6 +169,7 @@ impl Error {
                 format!("{}: {}", name(setting), render_names(message, name))
             }
             Self::Config(m) => format!("invalid configuration: {}", render_names(m, name)),
+            Self::Database(m) => render_names(m, name),
             Self::Model { path, message } => format!("model {path}: {}", render_names(message, name)),
             Self::InvalidUtf8 { path, offset } => format!(
                 "{path}: invalid UTF-8 at byte {offset} ({} replaces invalid bytes with U+FFFD)",

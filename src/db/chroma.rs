@@ -195,9 +195,15 @@ impl ChromaWriter {
                     wait = (wait * 2).min(Duration::from_secs(8));
                     attempt += 1;
                 }
-                Err(Failure::Transient(m) | Failure::Final(m)) => {
-                    return Err(Error::Config(format!("{}: {m}", self.target.shown())))
+                Err(Failure::Transient(m)) => {
+                    return Err(Error::Database(format!(
+                        "{}: {m} (after {}); the batches written before it are kept: run the same job with {} once the server is back",
+                        self.target.shown(),
+                        crate::pipeline::plural(u64::from(attempt), "try"),
+                        crate::error::named("resume")
+                    )))
                 }
+                Err(Failure::Final(m)) => return Err(Error::Config(format!("{}: {m}", self.target.shown()))),
             }
         }
     }

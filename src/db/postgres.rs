@@ -263,15 +263,16 @@ impl PgWriter {
     fn sql_err(&self, what: &str) -> impl Fn(postgres::Error) -> Error {
         let shown = self.target.shown();
         let what = what.to_string();
-        move |e| Error::Config(format!("{shown}: {what}: {}", message(&e)))
+        move |e| Error::Database(format!("{shown}: {what}: {}", message(&e)))
     }
 
     /// Create the table when missing; check it when not.
     fn prepare_table(&mut self, dim: usize) -> Result<()> {
         let t = self.target.quoted();
         let shown = self.target.shown();
-        let err =
-            move |e: postgres::Error| Error::Config(format!("{shown}: preparing the table: {}", message(&e)));
+        let err = move |e: postgres::Error| {
+            Error::Database(format!("{shown}: preparing the table: {}", message(&e)))
+        };
         self.ddl("CREATE EXTENSION IF NOT EXISTS vector").map_err(&err)?;
         let exists: bool = self
             .client
@@ -362,7 +363,7 @@ impl PgWriter {
     fn read_progress(&mut self) -> Result<()> {
         let shown = self.target.shown();
         let err = move |e: postgres::Error| {
-            Error::Config(format!("{shown}: reading the job's progress: {}", message(&e)))
+            Error::Database(format!("{shown}: reading the job's progress: {}", message(&e)))
         };
         self.ddl(&format!(
             "CREATE TABLE IF NOT EXISTS {JOBS} (job text PRIMARY KEY, tbl text NOT NULL, totals text NOT NULL, complete boolean NOT NULL)"
@@ -413,12 +414,19 @@ impl PgWriter {
                     }
                 }
                 Err(e) => {
-                    return Err(Error::Config(format!(
-                        "{}: writing a batch failed after {}: {}",
+                    // The batches before this one are in the table with the job's progress: once
+                    // the server is back, the same job with --resume goes on from here.
+                    let hint = if transient(&e) {
+                        format!("; the batches written before it are kept: run the same job with {} once the server is back", crate::error::named("resume"))
+                    } else {
+                        String::new()
+                    };
+                    return Err(Error::Database(format!(
+                        "{}: writing a batch failed after {}: {}{hint}",
                         self.target.shown(),
                         crate::pipeline::plural(u64::from(attempt), "try"),
                         message(&e)
-                    )))
+                    )));
                 }
             }
         }
@@ -558,7 +566,7 @@ fn connect(config: &postgres::Config, target: &PgTarget, tries: u32, first: Dura
                 attempt += 1;
             }
             Err(e) => {
-                return Err(Error::Config(format!("{}: cannot connect: {}", target.shown(), message(&e))));
+                return Err(Error::Database(format!("{}: cannot connect: {}", target.shown(), message(&e))));
             }
         }
     }

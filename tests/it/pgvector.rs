@@ -217,7 +217,13 @@ impl OwnServer {
 
     fn script(state: &str, cmd: &str) -> Output {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/db/postgres.sh");
-        let o = Command::new(script).arg(cmd).env("SEAMCUT_PG_STATE", state).output().unwrap();
+        // Durable commits: killed, the server keeps every transaction it acknowledged.
+        let o = Command::new(script)
+            .arg(cmd)
+            .env("SEAMCUT_PG_STATE", state)
+            .env("SEAMCUT_PG_SYNC_COMMIT", "on")
+            .output()
+            .unwrap();
         assert!(o.status.success(), "postgres.sh {cmd}: {}", stderr(&o));
         o
     }
@@ -263,7 +269,7 @@ fn the_server_killed_mid_job_then_resume_gives_the_uninterrupted_table() {
     let err = stderr(&o);
     assert!(!o.status.success(), "the job went on without its database: {err}");
     let last = err.lines().last().unwrap_or_default();
-    assert!(last.contains("127.0.0.1") && last.contains("tries"), "{err}");
+    assert!(last.contains("127.0.0.1") && last.contains("tries") && last.contains("--resume"), "{err}");
     OwnServer::script(&server.state, "restart");
     let acknowledged = dump_at(&server.url, table);
     assert!(!acknowledged.is_empty(), "the acknowledged batches are kept");
