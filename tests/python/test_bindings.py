@@ -219,6 +219,28 @@ def test_embed_equals_the_cli():
     assert seamcut.embed([]).shape == (0, v.shape[1])
 
 
+def test_embed_prompts_and_dims_equal_the_cli():
+    """`embed(prompt_name=, dims=)` and a Chunker's `prompt_name` are the CLI's flags: on a model
+    with prompts (the random-weight NomicBERT fixture), the same vectors; a name the model lacks
+    raises ValueError with the CLI's message."""
+    nomic = os.path.join(ROOT, "tests", "fixtures", "models", "nomic_bert")
+    texts = ["A first sentence.", "Another one, about rivers."]
+    v = seamcut.embed(texts, model=nomic, prompt_name="query", dims=24)
+    assert v.shape == (2, 24)
+    np.testing.assert_allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+    with tempfile.TemporaryDirectory() as d:
+        src, out = os.path.join(d, "lines.txt"), os.path.join(d, "v.npy")
+        open(src, "w", encoding="utf-8").write("\n".join(texts) + "\n")
+        cli("embed", "--model", nomic, "--prompt-name", "query", "--dims", "24", "--lines", src, "-o", out, "-q")
+        np.testing.assert_array_equal(v, np.load(out))
+    assert not np.allclose(seamcut.embed(texts, model=nomic, dims=24), v)
+    with pytest.raises(ValueError, match="no prompt named"):
+        seamcut.embed(texts, model=nomic, prompt_name="serch_query")
+    chunker = seamcut.Chunker("maxmin", model=nomic, prompt_name="document", dims=32)
+    chunks = chunker.chunk("One topic here. More of it.\n\nAnother topic.", embeddings="mean")
+    assert chunks and all(c.embedding.shape == (32,) for c in chunks)
+
+
 def test_arrow_round_trip_equals_the_cli_parquet(docs):
     for name, embeddings in [("maxmin", "mean"), ("recursive", "reembed"), ("minima", None)]:
         table = pa.table({"id": [d["id"] for d in docs], "text": [d["text"] for d in docs],
