@@ -245,10 +245,10 @@ impl ModelSpec {
     pub fn load_for(&self, role: Role) -> Result<std::sync::Arc<Model>> {
         let base = load_shared(&self.model, &self.compute()?)?;
         let prompt = base.embedder.prompts().resolve(&self.prompt, role)?;
-        if prompt.is_none() && self.dims.is_none_or(|d| d == base.embedder.dim()) {
-            return Ok(base);
-        }
         let embedder = Tuned::wrap(base.embedder.clone(), prompt, self.dims)?;
+        if std::sync::Arc::ptr_eq(&embedder, &base.embedder) {
+            return Ok(base); // nothing to apply: the shared model itself
+        }
         Ok(std::sync::Arc::new(Model {
             embedder,
             fingerprint: base.fingerprint.clone(),

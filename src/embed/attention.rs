@@ -278,34 +278,19 @@ pub fn tiled_tensors(
     let (qg, ql) = q.storage_and_layout();
     let (kg, kl) = k.storage_and_layout();
     let (vg, vl) = v.storage_and_layout();
-    let slice = |g: &'_ candle_core::Storage,
-                 l: &candle_core::Layout|
-     -> candle_core::Result<std::ops::Range<usize>> {
-        match (g, l.contiguous_offsets()) {
-            (candle_core::Storage::Cpu(candle_core::CpuStorage::F32(_)), Some((a, b))) => Ok(a..b),
-            _ => candle_core::bail!("attention: the tiled path takes f32 CPU tensors"),
-        }
-    };
-    let (qr, kr, vr) = (slice(&qg, ql)?, slice(&kg, kl)?, slice(&vg, vl)?);
-    let (qd, kd, vd) = (f32_data(&qg), f32_data(&kg), f32_data(&vg));
+    let storage = super::fused::storage_f32;
+    let (qd, kd, vd) =
+        (storage(&qg, ql, "attention")?, storage(&kg, kl, "attention")?, storage(&vg, vl, "attention")?);
     let (qs, ks) = (heads.heads * heads.dim, heads.kv_heads * heads.dim);
     let ctx = tiled(
-        View { data: &qd[qr], stride: qs, offset: 0 },
-        View { data: &kd[kr], stride: ks, offset: 0 },
-        View { data: &vd[vr], stride: ks, offset: 0 },
+        View { data: qd, stride: qs, offset: 0 },
+        View { data: kd, stride: ks, offset: 0 },
+        View { data: vd, stride: ks, offset: 0 },
         cu_seqlens,
         heads,
         mask,
     );
     Tensor::from_vec(ctx, (n, qs), q.device())
-}
-
-/// The floats of an f32 CPU storage (empty for any other).
-fn f32_data(g: &candle_core::Storage) -> &[f32] {
-    match g {
-        candle_core::Storage::Cpu(candle_core::CpuStorage::F32(d)) => d,
-        _ => &[],
-    }
 }
 
 /// Attention on a padded layout with candle's ops (devices other than the CPU, dtypes other

@@ -223,6 +223,19 @@ fn f32_slice<'a>(s: &'a CpuStorage, l: &Layout, what: &str) -> candle_core::Resu
     Ok(&data[a..b])
 }
 
+/// A tensor's storage as [`f32_slice`] reads it: the contiguous f32 floats of a CPU tensor,
+/// for callers that hold the storage guard (`Tensor::storage_and_layout`) while they read.
+pub(super) fn storage_f32<'a>(
+    g: &'a candle_core::Storage,
+    l: &Layout,
+    what: &str,
+) -> candle_core::Result<&'a [f32]> {
+    match g {
+        candle_core::Storage::Cpu(c) => f32_slice(c, l, what),
+        _ => candle_core::bail!("seamcut fused {what}: CPU tensors only"),
+    }
+}
+
 struct Linear;
 
 impl CustomOp3 for Linear {
@@ -391,10 +404,7 @@ pub fn linear_host(x: &Tensor, wt: &Tensor, b: Option<&Tensor>) -> candle_core::
     let bias = b.map(Tensor::to_vec1::<f32>).transpose()?;
     let (xs, xl) = x.storage_and_layout();
     let (ws, wl) = wt.storage_and_layout();
-    let (candle_core::Storage::Cpu(xc), candle_core::Storage::Cpu(wc)) = (&*xs, &*ws) else {
-        candle_core::bail!("seamcut linear_host: CPU tensors only")
-    };
-    let (xv, wv) = (f32_slice(xc, xl, "linear")?, f32_slice(wc, wl, "linear")?);
+    let (xv, wv) = (storage_f32(&xs, xl, "linear")?, storage_f32(&ws, wl, "linear")?);
     let (n, k) = xl.shape().dims2()?;
     let (k2, m) = wl.shape().dims2()?;
     if k != k2 || bias.as_ref().is_some_and(|b| b.len() != m) {

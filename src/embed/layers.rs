@@ -209,11 +209,12 @@ pub fn glu_ffn(
     if !fused_cpu(x) || n <= FFN_ROWS {
         return glu(&up_gate.forward(x)?, inter, act_at, up_at, act);
     }
-    let mut out = Vec::with_capacity(n * inter);
+    let g = Glu { inter, act_at, up_at, act };
+    let mut out = vec![0f32; n * inter];
     for at in (0..n).step_by(FFN_ROWS) {
         let rows = FFN_ROWS.min(n - at);
-        let part = glu(&up_gate.forward(&x.narrow(0, at, rows)?)?, inter, act_at, up_at, act)?;
-        out.extend(part.flatten_all()?.to_vec1::<f32>()?);
+        let part = up_gate.forward_host(&x.narrow(0, at, rows)?)?;
+        g.rows(&part, part.len() / rows, &mut out[at * inter..(at + rows) * inter])?;
     }
     Tensor::from_vec(out, (n, inter), x.device())
 }
@@ -268,13 +269,21 @@ impl candle_core::CustomOp1 for Glu {
         storage: &candle_core::CpuStorage,
         layout: &candle_core::Layout,
     ) -> candle_core::Result<(candle_core::CpuStorage, candle_core::Shape)> {
-        use rayon::prelude::*;
         let candle_core::CpuStorage::F32(data) = storage else { candle_core::bail!("seamcut-glu: f32 only") };
         let Some((a, b)) = layout.contiguous_offsets() else {
             candle_core::bail!("seamcut-glu: contiguous input only")
         };
-        let x = &data[a..b];
         let (n, w) = layout.shape().dims2()?;
+        let mut out = vec![0f32; n * self.inter];
+        self.rows(&data[a..b], w, &mut out)?;
+        Ok((candle_core::CpuStorage::F32(out), candle_core::Shape::from((n, self.inter))))
+    }
+}
+
+impl Glu {
+    /// Rows of `w` floats of `x` into `out`'s rows of `inter`.
+    fn rows(&self, x: &[f32], w: usize, out: &mut [f32]) -> candle_core::Result<()> {
+        use rayon::prelude::*;
         let i = self.inter;
         if self.act_at.max(self.up_at) + i > w {
             candle_core::bail!("seamcut-glu: {w} columns do not hold two halves of {i}");
@@ -285,11 +294,10 @@ impl candle_core::CustomOp1 for Glu {
             Act::Silu => 2,
             Act::Relu => 3,
         };
-        let mut out = vec![0f32; n * i];
         out.par_chunks_mut(i).zip(x.par_chunks(w)).with_min_len(16).for_each(|(o, row)| {
             glu_row(o, &row[self.act_at..self.act_at + i], &row[self.up_at..self.up_at + i], code);
         });
-        Ok((candle_core::CpuStorage::F32(out), candle_core::Shape::from((n, i))))
+        Ok(())
     }
 }
 

@@ -141,6 +141,16 @@ pub fn truncate_rows(data: &[f32], dim: usize, dims: usize) -> Vec<f32> {
     out
 }
 
+/// `text` with `prompt` in front, as sentence-transformers joins them (the strings, before
+/// tokenizing): what [`Tuned`] embeds, and what the server queues for a request's prompt.
+#[must_use]
+pub fn prompted<'t>(prompt: Option<&str>, text: &'t str) -> std::borrow::Cow<'t, str> {
+    match prompt {
+        Some(p) => format!("{p}{text}").into(),
+        None => text.into(),
+    }
+}
+
 /// A model with a prompt and a dimension cut ([the module's rules](self)).
 pub struct Tuned {
     inner: Arc<dyn Embedder>,
@@ -175,10 +185,7 @@ impl Tuned {
     }
 
     fn prompted<'t>(&self, text: &'t str) -> std::borrow::Cow<'t, str> {
-        match &self.prompt {
-            Some(p) => format!("{p}{text}").into(),
-            None => text.into(),
-        }
+        prompted(self.prompt.as_deref(), text)
     }
 
     fn cut(&self, t: Tensor) -> Result<Tensor> {

@@ -83,7 +83,7 @@ async fn embed(
     };
     let prompt = st.model.prompts().resolve(&choice, Role::Plain)?;
     let texts = match prompt {
-        Some(p) => texts.into_iter().map(|t| format!("{p}{t}")).collect(),
+        Some(p) => texts.iter().map(|t| crate::embed::tuned::prompted(Some(&p), t).into_owned()).collect(),
         None => texts,
     };
     let mut out = embed_texts(st, texts).await?;
