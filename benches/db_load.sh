@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
-# Writing into pgvector, side by side in one script (the machine is shared and noisy):
+# Writing into pgvector and Chroma, side by side in one script (the machine is shared and noisy):
 #   benches/db_load.sh [MB] [ROUNDS]
 # On a corpus of MB megabytes (benches/make-corpus.sh), with a 384-dimension static model
 # distilled from all-MiniLM-L6-v2 (so that the vectors have MiniLM's width and the job is not
 # all encoder time), each round runs, in turn:
 #   parquet  seamcut chunk ... -o x.parquet                     (the same job, to a file)
 #   pg       seamcut chunk ... -o postgresql://...?table=bench  (into a fresh table)
+#   rerun    the same job again into the filled table (every row an upsert of itself)
 #   copy     psql \copy of the same rows, binary, into a fresh table of the same shape: the
 #            ceiling of a load on this machine
-# and prints one JSON line per run: wall seconds, rows, and for pg the write stage's busy
-# seconds (the summary line's `write`), so rows/s of the write stage and of psql's copy.
+#   chroma   seamcut chunk ... -o chroma+http://.../bench       (into a fresh collection)
+# and prints one JSON line per run: wall seconds, rows, and the summary line's busy seconds of
+# the write stage (`write`: building the rows, waiting for the commit before) and of the
+# database's commits (`database`, on their own thread), so rows/s of the commits and of
+# psql's copy. With CHONKIE_PYTHON set (a Python with chonkie, vecs, chromadb, model2vec),
+# benches/db_vs_chonkie.py then runs Chonkie's handshakes once on the same chunks and model.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mb="${1:-20}"
@@ -31,6 +36,15 @@ psql() { "$pgbin/psql" "$url" -q -v ON_ERROR_STOP=1 "$@"; }
 job=(chunk "$work/corpus" --chunker recursive --model "$work/static384" --embeddings reembed -j 2)
 
 busy_write() { sed -n 's/.*write \([0-9.]*\).*/\1/p' "$1"; }
+busy_db() { sed -n 's/.*database \([0-9.]*\).*/\1/p' "$1"; }
+chroma="$(tests/db/chroma.sh start)"
+pg_run() { # NAME
+  t0=$(date +%s.%N)
+  "$bin" "${job[@]}" -o "$url?table=bench" 2>"$work/pg.log"
+  t1=$(date +%s.%N)
+  rows=$(psql -At -c "SELECT count(*) FROM bench")
+  echo "{\"round\": $r, \"run\": \"$1\", \"seconds\": $(echo "$t1 - $t0" | bc), \"write_busy\": $(busy_write "$work/pg.log"), \"database_busy\": $(busy_db "$work/pg.log"), \"rows\": $rows}"
+}
 for r in $(seq 1 "$rounds"); do
   # parquet
   rm -f "$work/x.parquet"
@@ -41,11 +55,8 @@ for r in $(seq 1 "$rounds"); do
   # pg, into a fresh table
   psql -c "DROP TABLE IF EXISTS bench" -c "DELETE FROM seamcut_jobs WHERE tbl = 'bench'" 2>/dev/null ||
     psql -c "DROP TABLE IF EXISTS bench"
-  t0=$(date +%s.%N)
-  "$bin" "${job[@]}" -o "$url?table=bench" 2>"$work/pg.log"
-  t1=$(date +%s.%N)
-  rows=$(psql -At -c "SELECT count(*) FROM bench")
-  echo "{\"round\": $r, \"run\": \"pg\", \"seconds\": $(echo "$t1 - $t0" | bc), \"write_busy\": $(busy_write "$work/pg.log"), \"rows\": $rows}"
+  pg_run pg
+  pg_run rerun
   # psql's binary copy of the same rows into an empty table of the same shape
   psql -c "\\copy (SELECT * FROM bench) TO '$work/rows.bin' WITH (FORMAT binary)"
   psql -c "DROP TABLE IF EXISTS bench_copy" -c "CREATE TABLE bench_copy (LIKE bench INCLUDING ALL)"
@@ -53,5 +64,14 @@ for r in $(seq 1 "$rounds"); do
   psql -c "\\copy bench_copy FROM '$work/rows.bin' WITH (FORMAT binary)"
   t1=$(date +%s.%N)
   echo "{\"round\": $r, \"run\": \"copy\", \"seconds\": $(echo "$t1 - $t0" | bc), \"rows\": $rows, \"bytes\": $(stat -c %s "$work/rows.bin")}"
+  # Chroma, into a fresh collection (deleted over its HTTP API first)
+  curl -sf -X DELETE "${chroma/chroma+http/http}/api/v2/tenants/default_tenant/databases/default_database/collections/bench" >/dev/null || true
+  t0=$(date +%s.%N)
+  "$bin" "${job[@]}" -o "$chroma/bench" 2>"$work/chroma.log"
+  t1=$(date +%s.%N)
+  echo "{\"round\": $r, \"run\": \"chroma\", \"seconds\": $(echo "$t1 - $t0" | bc), \"write_busy\": $(busy_write "$work/chroma.log"), \"database_busy\": $(busy_db "$work/chroma.log"), \"rows\": $rows}"
 done
 tail -1 "$work/pg.log" >&2
+if [ -n "${CHONKIE_PYTHON:-}" ]; then
+  "$CHONKIE_PYTHON" benches/db_vs_chonkie.py "$work/x.parquet" "$work/corpus" "$work/static384" "$url" "$chroma" 2>/dev/null
+fi

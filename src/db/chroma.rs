@@ -5,7 +5,8 @@
 //! options name) is sent as `x-chroma-token`.
 //!
 //! Chroma has no transactions, so a batch is made safe to run twice instead: its rows are
-//! upserted by id (in requests of at most the server's `max_batch_size` records), then with
+//! upserted by id (in requests of at most the server's `max_batch_size` records and about
+//! [`REQUEST_BYTES`]; a request the server answers 413 is split in two and sent again), then with
 //! `replace` the batch's documents' other rows are deleted (after the new ones are in: a
 //! reader never sees a document without chunks), and only then is the job's progress written
 //! into the collection's metadata. A kill between the two leaves progress one batch behind,
@@ -15,7 +16,9 @@
 //! The collection is created when missing (cosine distance) with the model and dimension in
 //! its metadata; an existing one with another model or dimension is an error before the
 //! first write. Metadata values are strings, or integers for `index`, `start`, `end`,
-//! `tokens`.
+//! `tokens`. Vectors go as base64 of their little-endian f32s where the server takes that (its
+//! pre-flight check says `supports_base64_encoding`, as Chroma's own Python client asks),
+//! else as JSON numbers; both are the job's floats exactly.
 
 use std::time::Duration;
 
@@ -93,7 +96,14 @@ pub struct ChromaWriter {
     committed: Totals,
     complete: bool,
     max_batch: usize,
+    /// Vectors as base64 of their f32s (the server says it takes them).
+    base64: bool,
 }
+
+/// The JSON an upsert request holds at most, about (Chroma 1.5's server refuses a body over
+/// 40 MiB with 413 or a reset; its `max_batch_size` of 5,461 rows of 384-dimension vectors as
+/// JSON numbers is 47 MB). Well under it, and large enough that a request's own cost is small.
+pub const REQUEST_BYTES: usize = 8 << 20;
 
 /// What a request got: an answer, or a failure worth retrying or not.
 enum Failure {
@@ -131,11 +141,13 @@ impl ChromaWriter {
             committed: Totals::default(),
             complete: false,
             max_batch: 1000,
+            base64: false,
         };
         let checks = w.call("GET", &format!("{}/api/v2/pre-flight-checks", w.target.base), None, 3)?;
         if let Some(n) = checks["max_batch_size"].as_u64().filter(|&n| n > 0) {
             w.max_batch = n as usize;
         }
+        w.base64 = checks["supports_base64_encoding"].as_bool().unwrap_or(false);
         let body = json!({
             "name": w.target.collection,
             "get_or_create": true,
@@ -253,6 +265,73 @@ impl ChromaWriter {
     }
 }
 
+impl ChromaWriter {
+    /// Upsert `part`; a request the server finds too large (413) is split in two.
+    fn upsert(&self, part: &[&super::Row]) -> Result<()> {
+        let meta = &self.columns.meta_fields;
+        let metadatas: Vec<Value> = part
+            .iter()
+            .map(|r| {
+                let mut m = json!({
+                    "doc_id": r.doc_id, "index": r.index, "start": r.start, "end": r.end,
+                    "tokens": r.tokens, "context": r.context,
+                });
+                for (f, v) in meta.iter().zip(&r.meta) {
+                    if let Some(v) = v {
+                        m[f] = Value::String(v.clone());
+                    }
+                }
+                m
+            })
+            .collect();
+        let embeddings: Vec<Value> = part
+            .iter()
+            .map(|r| if self.base64 { Value::String(packed(&r.embedding)) } else { json!(r.embedding) })
+            .collect();
+        let body = json!({
+            "ids": part.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+            "embeddings": embeddings,
+            "documents": part.iter().map(|r| r.text.as_str()).collect::<Vec<_>>(),
+            "metadatas": metadatas,
+        });
+        match self.call("POST", &self.records("upsert"), Some(&body), 6) {
+            Err(Error::Config(m)) if m.contains("HTTP 413") && part.len() > 1 => {
+                let (a, b) = part.split_at(part.len() / 2);
+                self.upsert(a)?;
+                self.upsert(b)
+            }
+            r => r.map(|_| ()),
+        }
+    }
+}
+
+/// How many of `rows`' first rows go in one request: at least one, at most `max_batch` (the
+/// server's `max_batch_size`), and about [`REQUEST_BYTES`] of JSON.
+fn request_rows(rows: &[&super::Row], max_batch: usize, base64: bool) -> usize {
+    // A float as base64 of 4 bytes, or as a JSON number: serde_json writes the f32 widened to
+    // f64 (`-0.012345677614212036,`; up to 24 bytes with an exponent).
+    let per_float = if base64 { 6 } else { 24 };
+    let mut bytes = 0;
+    let mut n = 0;
+    for r in rows.iter().take(max_batch.max(1)) {
+        // Text, context and metadata with some escaping, the vector, the keys and the id.
+        let meta: usize = r.meta.iter().flatten().map(String::len).sum();
+        bytes += (r.text.len() + r.context.len() + meta) * 11 / 10 + r.embedding.len() * per_float + 200;
+        if n > 0 && bytes > REQUEST_BYTES {
+            break;
+        }
+        n += 1;
+    }
+    n
+}
+
+/// A vector as Chroma's base64 form: its f32s, little-endian.
+fn packed(v: &[f32]) -> String {
+    use base64::Engine;
+    let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
 impl DbWriter for ChromaWriter {
     fn committed(&self) -> &Totals {
         &self.committed
@@ -263,34 +342,15 @@ impl DbWriter for ChromaWriter {
     }
 
     fn commit(&mut self, rows: &Rows, totals: &Totals) -> Result<()> {
-        let meta = &self.columns.meta_fields;
         // One record per id: a corpus that repeats a chunk (the same document twice) has it
         // twice in a batch, and Chroma refuses a request with an id twice.
         let mut seen = std::collections::HashSet::new();
         let unique: Vec<&super::Row> = rows.rows.iter().filter(|r| seen.insert(r.id.as_str())).collect();
-        for part in unique.chunks(self.max_batch.max(1)) {
-            let metadatas: Vec<Value> = part
-                .iter()
-                .map(|r| {
-                    let mut m = json!({
-                        "doc_id": r.doc_id, "index": r.index, "start": r.start, "end": r.end,
-                        "tokens": r.tokens, "context": r.context,
-                    });
-                    for (f, v) in meta.iter().zip(&r.meta) {
-                        if let Some(v) = v {
-                            m[f] = Value::String(v.clone());
-                        }
-                    }
-                    m
-                })
-                .collect();
-            let body = json!({
-                "ids": part.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
-                "embeddings": part.iter().map(|r| &r.embedding).collect::<Vec<_>>(),
-                "documents": part.iter().map(|r| r.text.as_str()).collect::<Vec<_>>(),
-                "metadatas": metadatas,
-            });
-            self.call("POST", &self.records("upsert"), Some(&body), 6)?;
+        let mut rest = &unique[..];
+        while !rest.is_empty() {
+            let n = request_rows(rest, self.max_batch, self.base64);
+            self.upsert(&rest[..n])?;
+            rest = &rest[n..];
         }
         if self.opts.replace && !rows.docs.is_empty() {
             let found = self.call(
@@ -319,6 +379,53 @@ impl DbWriter for ChromaWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn row(text_bytes: usize, dim: usize) -> super::super::Row {
+        super::super::Row {
+            id: "0".repeat(32),
+            doc_id: "d".into(),
+            index: 0,
+            start: 0,
+            end: text_bytes as i64,
+            text: "x".repeat(text_bytes),
+            tokens: 1,
+            context: "d".into(),
+            meta: vec![Some("m".into())],
+            embedding: vec![-0.012_345_678; dim],
+        }
+    }
+
+    #[test]
+    fn requests_are_bounded_by_rows_and_by_bytes() {
+        // 5,461 rows of 384 dimensions as JSON numbers were 47 MB, over Chroma's 40 MiB.
+        let rows: Vec<_> = (0..5461).map(|_| row(800, 384)).collect();
+        let refs: Vec<&_> = rows.iter().collect();
+        for base64 in [false, true] {
+            let mut rest = &refs[..];
+            let mut sizes = Vec::new();
+            while !rest.is_empty() {
+                let n = request_rows(rest, 5461, base64);
+                let part: Vec<&str> = rest[..n].iter().map(|r| r.text.as_str()).collect();
+                let embeddings: Vec<Value> = rest[..n]
+                    .iter()
+                    .map(|r| if base64 { Value::String(packed(&r.embedding)) } else { json!(r.embedding) })
+                    .collect();
+                let body = json!({"documents": part, "embeddings": embeddings}).to_string();
+                assert!(body.len() <= REQUEST_BYTES, "{base64}: {n} rows, {} bytes", body.len());
+                sizes.push(n);
+                rest = &rest[n..];
+            }
+            assert_eq!(sizes.iter().sum::<usize>(), 5461);
+            // Full requests, not one row each.
+            assert!(sizes[0] > 500, "{base64}: {sizes:?}");
+        }
+        // The server's row limit, and at least one row however large.
+        assert_eq!(request_rows(&refs[..10], 3, true), 3);
+        let huge = row(REQUEST_BYTES * 2, 8);
+        assert_eq!(request_rows(&[&huge, &huge], 5461, true), 1);
+        // base64 is the f32s' little-endian bytes.
+        assert_eq!(packed(&[1.0, -2.5]), "AACAPwAAIMA=");
+    }
 
     #[test]
     fn urls_name_the_server_and_the_collection() {

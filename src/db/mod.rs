@@ -3,10 +3,13 @@
 //!
 //! ```text
 //! -o postgresql://USER@HOST:PORT/DB?table=NAME ──parse──▶ DbTarget ──open──▶ postgres::PgWriter
-//!   write stage: a finished batch ──Rows (ChunkSink)──▶ one transaction: COPY into a staging
-//!   table, upsert by id, (replace: delete the batch's documents' other rows), the job's
-//!   progress row ──commit──▶ the next batch
+//!   write stage: a finished batch ──Rows (ChunkSink)──▶ Overlapped ──(its own thread)──▶
+//!   one transaction: COPY into a staging table, upsert by id, (replace: delete the batch's
+//!   documents' other rows), the job's progress row ──commit──▶ the next batch
 //! ```
+//!
+//! [`Overlapped`] commits a batch while the write stage builds the next one's rows (their
+//! ids, contexts and vectors), one batch in flight at most.
 //!
 //! What makes a rerun safe: a chunk's id comes from the chunk (its document id, offsets and
 //! text), never from its place in a batch ([`chunk_id`]), so writes are upserts and a second
@@ -43,11 +46,6 @@ pub trait DbWriter: Send {
     /// # Errors
     /// A failure that is not transient, or one that lasts past the retries.
     fn commit(&mut self, rows: &Rows, totals: &crate::pipeline::Totals) -> Result<()>;
-    /// Why `doc` cannot be stored as it is, if it cannot (it is then skipped and counted).
-    fn rejects(&self, doc: &Document) -> Option<String> {
-        let _ = doc;
-        None
-    }
     /// The job is done (and, where asked, the vector index built).
     ///
     /// # Errors
@@ -88,6 +86,16 @@ impl DbTarget {
         })
     }
 
+    /// Why `doc` cannot be stored as it is, if it cannot (it is then skipped and counted):
+    /// PostgreSQL's `text` holds no NUL; Chroma's documents and metadata are JSON, which does.
+    #[must_use]
+    pub fn rejects(&self, doc: &Document) -> Option<String> {
+        match self {
+            Self::Postgres(_) => unstorable(doc),
+            Self::Chroma(_) => None,
+        }
+    }
+
     /// The URL without its password, to show.
     #[must_use]
     pub fn shown(&self) -> String {
@@ -106,6 +114,96 @@ impl DbTarget {
             Self::Postgres(t) => Box::new(postgres::PgWriter::open(t, columns, job.to_string(), opts)?),
             Self::Chroma(t) => Box::new(chroma::ChromaWriter::open(t, columns, job, opts)?),
         })
+    }
+}
+
+/// A [`DbWriter`] on a thread of its own: [`Self::commit`] hands a batch's rows over and
+/// returns once the batch before it is committed, so the job builds a batch's rows (ids,
+/// contexts, vectors: about a fifth of the write stage in `benches/db_load.sh`) while the
+/// database takes the one before. One batch is in flight at most (memory stays bounded), and
+/// a failed commit stops the job at the next batch, with the batches before it kept.
+pub struct Overlapped {
+    committed: crate::pipeline::Totals,
+    complete: bool,
+    tx: Option<std::sync::mpsc::SyncSender<(Rows, crate::pipeline::Totals)>>,
+    thread: Option<std::thread::JoinHandle<Result<Stopped>>>,
+}
+
+/// The database thread's end: its writer back, and the seconds its commits took.
+type Stopped = (Box<dyn DbWriter>, f64);
+
+impl Overlapped {
+    #[must_use]
+    pub fn new(mut writer: Box<dyn DbWriter>) -> Self {
+        let committed = writer.committed().clone();
+        let complete = writer.complete();
+        // A rendezvous channel: a send waits until the thread has taken the batch, that is
+        // until the batch before it is committed.
+        let (tx, rx) = std::sync::mpsc::sync_channel::<(Rows, crate::pipeline::Totals)>(0);
+        let thread = std::thread::spawn(move || {
+            let mut busy = 0.0;
+            for (rows, totals) in rx {
+                let t = std::time::Instant::now();
+                writer.commit(&rows, &totals)?;
+                busy += t.elapsed().as_secs_f64();
+            }
+            Ok((writer, busy))
+        });
+        Self { committed, complete, tx: Some(tx), thread: Some(thread) }
+    }
+
+    /// What the job had committed when it was opened.
+    #[must_use]
+    pub fn committed(&self) -> &crate::pipeline::Totals {
+        &self.committed
+    }
+
+    /// Whether the job was complete when it was opened.
+    #[must_use]
+    pub fn complete(&self) -> bool {
+        self.complete
+    }
+
+    /// Hand a batch's rows over, with the job's totals after it.
+    ///
+    /// # Errors
+    /// The failure of an earlier batch's commit.
+    pub fn commit(&mut self, rows: Rows, totals: crate::pipeline::Totals) -> Result<()> {
+        let sent = self.tx.as_ref().is_some_and(|tx| tx.send((rows, totals)).is_ok());
+        if sent {
+            Ok(())
+        } else {
+            // The thread stopped on a failed commit: its error is the job's.
+            self.join().map(|_| ())
+        }
+    }
+
+    fn join(&mut self) -> Result<Stopped> {
+        self.tx = None;
+        let thread =
+            self.thread.take().ok_or_else(|| Error::Internal("the database writer has stopped".into()))?;
+        thread.join().map_err(|_| Error::Internal("the database writer panicked".into()))?
+    }
+
+    /// Wait for the last commit, then finish the job ([`DbWriter::finish`]); the seconds the
+    /// database's commits took.
+    ///
+    /// # Errors
+    /// A failed commit, or the finish's own failure.
+    pub fn finish(mut self, totals: &crate::pipeline::Totals) -> Result<f64> {
+        let (mut writer, busy) = self.join()?;
+        writer.finish(totals)?;
+        Ok(busy)
+    }
+}
+
+impl Drop for Overlapped {
+    /// A job stopped by an error: the batch in flight is committed (or fails) before the
+    /// job's error is reported, and the job is not marked complete.
+    fn drop(&mut self) {
+        if self.thread.is_some() {
+            drop(self.join());
+        }
     }
 }
 

@@ -539,10 +539,6 @@ impl DbWriter for PgWriter {
         self.commit_batch(rows, totals)
     }
 
-    fn rejects(&self, doc: &crate::corpus::Document) -> Option<String> {
-        super::unstorable(doc)
-    }
-
     fn finish(&mut self, totals: &Totals) -> Result<()> {
         self.finish_job(totals)
     }

@@ -236,6 +236,9 @@ pub struct StageSeconds {
     pub band: f64,
     pub finish: f64,
     pub write: f64,
+    /// A database output's commits, on their own thread beside `write` (which builds the
+    /// rows and waits for the commit before).
+    pub database: f64,
 }
 
 /// What a job did.
@@ -281,6 +284,9 @@ impl JobStats {
                 "; busy s: read {:.2}, prepare {:.2}, device {:.2}, finish {:.2}, write {:.2}",
                 st.read, st.prepare, st.device, st.finish, st.write
             ));
+            if st.database > 0.0 {
+                s.push_str(&format!(", database {:.2}", st.database));
+            }
             if st.band > 0.0 {
                 s.push_str(&format!(" (of device: bands {:.2})", st.band));
             }

@@ -82,7 +82,7 @@ enum Writer<'a> {
     Stream(JsonlSink),
     /// A database's table, a batch a transaction (its bad documents listed on stderr).
     #[cfg(feature = "db")]
-    Database(Box<dyn crate::db::DbWriter>, Columns),
+    Database(crate::db::Overlapped, &'a crate::db::DbTarget, Columns),
 }
 
 impl<'a> Writer<'a> {
@@ -99,7 +99,8 @@ impl<'a> Writer<'a> {
             #[cfg(feature = "db")]
             Target::Database { target, opts } => {
                 let columns = Columns { meta_fields: meta, dim, windows: false };
-                Self::Database(target.open(columns.clone(), &job.fingerprint, opts.clone())?, columns)
+                let writer = target.open(columns.clone(), &job.fingerprint, opts.clone())?;
+                Self::Database(crate::db::Overlapped::new(writer), target, columns)
             }
             Target::Stdout if dim.is_some() => {
                 return Err(Error::setting(
@@ -117,7 +118,7 @@ impl<'a> Writer<'a> {
         match self {
             Self::Commit(c) => c.totals().clone(),
             #[cfg(feature = "db")]
-            Self::Database(w, _) => w.committed().clone(),
+            Self::Database(w, ..) => w.committed().clone(),
             _ => Totals::default(),
         }
     }
@@ -127,7 +128,7 @@ impl<'a> Writer<'a> {
         match self {
             Self::Commit(c) => c.complete(),
             #[cfg(feature = "db")]
-            Self::Database(w, _) => w.complete(),
+            Self::Database(w, ..) => w.complete(),
             _ => false,
         }
     }
@@ -148,24 +149,25 @@ impl<'a> Writer<'a> {
             Self::Caller(s) => write_batch(f, &mut **s, ErrorsTo::Stats, totals, stats, on_error),
             Self::Stream(s) => write_batch(f, s, ErrorsTo::Stderr, totals, stats, on_error),
             #[cfg(feature = "db")]
-            Self::Database(w, columns) => {
-                let f = unstorable_to_failed(f, &**w);
+            Self::Database(w, target, columns) => {
+                let f = unstorable_to_failed(f, target);
                 let mut rows = crate::db::Rows::new(columns.clone());
                 write_batch(f, &mut rows, ErrorsTo::Stderr, totals, stats, on_error)?;
-                w.commit(&rows, totals)
+                w.commit(rows, totals.clone())
             }
         }
     }
 
-    fn finish(self, totals: &Totals) -> Result<()> {
+    /// Finish the output; the seconds a database's commits took (0 for the others).
+    fn finish(self, totals: &Totals) -> Result<f64> {
         // The totals go with a database's last transaction; a file's are in its manifest.
         let _ = totals;
         match self {
-            Self::Commit(c) => c.finish(),
-            Self::Caller(mut s) => s.finish(),
-            Self::Stream(mut s) => s.finish(),
+            Self::Commit(c) => c.finish().map(|()| 0.0),
+            Self::Caller(mut s) => s.finish().map(|()| 0.0),
+            Self::Stream(mut s) => s.finish().map(|()| 0.0),
             #[cfg(feature = "db")]
-            Self::Database(mut w, _) => w.finish(totals),
+            Self::Database(w, ..) => w.finish(totals),
         }
     }
 }
@@ -239,14 +241,15 @@ pub(super) fn run(
             h.join().map_err(|_| Error::Internal("a stage panicked".into()))
         };
         let (read, prepare, device, finish) = (busy(reader)?, busy(prep)?, busy(dev)?, busy(fin)?);
-        stats.stages = StageSeconds { read, prepare, device, band: 0.0, finish, write: write_busy };
+        stats.stages =
+            StageSeconds { read, prepare, device, band: 0.0, finish, write: write_busy, database: 0.0 };
         outcome
     });
     if let Some(p) = &progress {
         p.finish_and_clear();
     }
     result?;
-    writer.finish(&totals)?;
+    stats.stages.database = writer.finish(&totals)?;
     stats.stages.band = band_busy;
     stats.totals = totals;
     stats.seconds = t0.elapsed().as_secs_f64();
@@ -379,7 +382,7 @@ enum ErrorsTo<'a> {
 /// A document a database cannot store as it is (a NUL in its text) fails, counted and listed
 /// as a skipped document, rather than fail its batch's transaction.
 #[cfg(feature = "db")]
-fn unstorable_to_failed(mut f: Finished, db: &dyn crate::db::DbWriter) -> Finished {
+fn unstorable_to_failed(mut f: Finished, db: &crate::db::DbTarget) -> Finished {
     for (item, outcome) in f.batch.items.iter().zip(f.outcomes.iter_mut()) {
         if let (Item::Doc(d), Outcome::Chunks(_)) = (item, &*outcome) {
             if let Some(why) = db.rejects(d) {
