@@ -158,7 +158,7 @@ impl ChromaWriter {
         w.metadata = c["metadata"].as_object().cloned().unwrap_or_default();
         let shown = w.target.shown();
         match (w.metadata.get("seamcut_model").and_then(Value::as_str), w.metadata.get("seamcut_dim").and_then(Value::as_u64)) {
-            (Some(m), Some(d)) if m == w.opts.model && d as usize == dim => {}
+            (Some(m), Some(d)) if super::same_model(m, &w.opts.model) && d as usize == dim => {}
             (Some(m), Some(d)) if d as usize != dim => {
                 return Err(Error::Config(format!(
                     "{shown}: the collection's vectors have {d} dimensions ({m}), this job's {dim}; write another collection"

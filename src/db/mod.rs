@@ -207,6 +207,23 @@ impl Drop for Overlapped {
     }
 }
 
+/// Whether a table's recorded model (`name (fingerprint)`, as [`DbOptions::model`] holds it)
+/// is this job's: by the weights' fingerprint where both have one, so the same weights named
+/// by another path (`static384`, `/data/static384`) are the same model; else by the whole text.
+#[must_use]
+pub fn same_model(recorded: &str, ours: &str) -> bool {
+    let fingerprint = |m: &str| {
+        m.strip_suffix(')')
+            .and_then(|m| m.rsplit_once(" ("))
+            .map(|(_, f)| f.to_string())
+            .filter(|f| f != "no fingerprint")
+    };
+    match (fingerprint(recorded), fingerprint(ours)) {
+        (Some(a), Some(b)) => a == b,
+        _ => recorded == ours,
+    }
+}
+
 /// A chunk's id, the same on every run for the same chunk: the first 128 bits of SHA-256 of
 /// its document's id, its byte offsets and the SHA-256 of its text, in hex. Never its position
 /// in a batch, so that a rerun upserts the rows it wrote before.
@@ -328,6 +345,15 @@ mod tests {
         // are upserted, not duplicated). Python's hashlib gives the same: sha256(u64le(3) +
         // b"doc" + u64le(0) + u64le(5) + sha256(b"Hello")), its first 16 bytes.
         assert_eq!(a, "6dd22377facb28c0cdf748fd4b9be479");
+    }
+
+    #[test]
+    fn a_model_is_known_by_its_weights_not_by_the_path_that_named_it() {
+        assert!(same_model("/data/static384 (d7505d5bf6fb9547)", "static384 (d7505d5bf6fb9547)"));
+        assert!(!same_model("static384 (d7505d5bf6fb9547)", "static384 (0000000000000000)"));
+        assert!(same_model("m (no fingerprint)", "m (no fingerprint)"));
+        assert!(!same_model("a (no fingerprint)", "b (no fingerprint)"));
+        assert!(!same_model("a (no fingerprint)", "a (d7505d5bf6fb9547)"));
     }
 
     #[test]

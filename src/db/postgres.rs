@@ -347,7 +347,7 @@ impl PgWriter {
             .and_then(|c| serde_json::from_str::<serde_json::Value>(c).ok())
             .and_then(|v| v["seamcut"]["model"].as_str().map(str::to_string));
         match model {
-            Some(m) if m == self.opts.model => Ok(()),
+            Some(m) if super::same_model(&m, &self.opts.model) => Ok(()),
             Some(m) => Err(Error::Config(format!(
                 "{}: the table holds vectors of another model ({m}; this job's: {}); write another table",
                 self.target.shown(),
@@ -481,10 +481,17 @@ impl PgWriter {
             if !self.direct {
                 // One row per id: a corpus that repeats a chunk (the same document twice) has
                 // it twice in a batch, and one INSERT may not update a row twice.
-                let set: Vec<String> = names.iter().skip(1).map(|c| format!("{c} = EXCLUDED.{c}")).collect();
+                // A row that is already as the batch has it is left alone: a rerun of the same
+                // job rewrites nothing (no new row versions, no index entries, little WAL).
+                let rest = &names[1..];
+                let set: Vec<String> = rest.iter().map(|c| format!("{c} = EXCLUDED.{c}")).collect();
+                let theirs: Vec<String> = rest.iter().map(|c| format!("{t}.{c}")).collect();
+                let ours: Vec<String> = rest.iter().map(|c| format!("EXCLUDED.{c}")).collect();
                 tx.batch_execute(&format!(
-                    "INSERT INTO {t} ({cols}) SELECT DISTINCT ON (\"id\") {cols} FROM seamcut_staging ON CONFLICT (\"id\") DO UPDATE SET {}",
+                    "INSERT INTO {t} ({cols}) SELECT DISTINCT ON (\"id\") {cols} FROM seamcut_staging ON CONFLICT (\"id\") DO UPDATE SET {} WHERE ({}) IS DISTINCT FROM ({})",
                     set.join(", "),
+                    theirs.join(", "),
+                    ours.join(", "),
                     cols = names.join(", ")
                 ))?;
             }

@@ -78,11 +78,42 @@ fn the_same_job_twice_gives_the_same_table_and_the_vectors_of_the_npy() {
     assert!(o.status.success(), "{}", stderr(&o));
     let first = dump(table);
     assert!(first.len() > 40, "{}", first.len());
+    // Each row's version (the transaction that wrote it): a rerun that rewrote a row gives it
+    // a new one.
+    let mut c = client();
+    let versions = || -> Vec<(String, String)> {
+        client()
+            .query(&format!("SELECT id, xmin::text FROM \"{table}\" ORDER BY id"), &[])
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect()
+    };
+    let before = versions();
     let o = job(&input, table, &[]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(dump(table), first, "a rerun changes nothing and adds nothing");
+    assert_eq!(versions(), before, "a rerun rewrites no row that is as the job has it");
+    // A row changed behind the job's back (its vector, context and metadata) is put back by
+    // the next run, and only that row is rewritten.
+    let tampered: String = c.query_one(&format!("SELECT min(id) FROM \"{table}\""), &[]).unwrap().get(0);
+    c.execute(
+        &format!(
+            "UPDATE \"{table}\" SET embedding = array_fill(0.5, ARRAY[240])::vector, context = 'x', lang = 'x' WHERE id = $1"
+        ),
+        &[&tampered],
+    )
+    .unwrap();
+    let changed = versions();
+    assert_ne!(dump(table), first);
+    let o = job(&input, table, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(dump(table), first, "the rerun restores the changed row");
+    let after = versions();
+    let rewritten: Vec<&String> =
+        after.iter().zip(&changed).filter(|(a, b)| a.1 != b.1).map(|(a, _)| &a.0).collect();
+    assert_eq!(rewritten, vec![&tampered]);
     // The index was built after the load, and the table says what made its vectors.
-    let mut c = client();
     let hnsw: i64 = c
         .query_one(
             "SELECT count(*) FROM pg_indexes WHERE tablename = $1 AND indexdef LIKE '%hnsw%'",
