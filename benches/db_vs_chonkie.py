@@ -47,6 +47,15 @@ def corpus_texts(folder):
     return texts
 
 
+def drop(delete, *names):
+    """Delete these collections where they exist (a fresh start for each run)."""
+    for name in names:
+        try:
+            delete(name)
+        except Exception:
+            pass
+
+
 def main():
     parquet, corpus, model, pg_url, chroma_url = sys.argv[1:6]
     from chonkie import ChromaHandshake, Model2VecEmbeddings, PgvectorHandshake, RecursiveChunker
@@ -74,11 +83,7 @@ def main():
 
     # vecs is SQLAlchemy's: psycopg2 is the driver it installs.
     client = vecs.create_client("postgresql+psycopg2://" + pg_url.split("://", 1)[1])
-    for name in ("chonkie_bench", "chonkie_bench_e2e"):
-        try:
-            client.delete_collection(name)
-        except Exception:
-            pass
+    drop(client.delete_collection, "chonkie_bench", "chonkie_bench_e2e")
     hs = PgvectorHandshake(client=client, collection_name="chonkie_bench", embedding_model=emb)
     t0 = time.perf_counter()
     hs.write(chunks)
@@ -93,11 +98,7 @@ def main():
 
     host, port = chroma_url.split("://", 1)[1].rsplit(":", 1)
     cc = chromadb.HttpClient(host=host, port=int(port))
-    for name in ("chonkie_bench", "chonkie_bench_e2e"):
-        try:
-            cc.delete_collection(name)
-        except Exception:
-            pass
+    drop(cc.delete_collection, "chonkie_bench", "chonkie_bench_e2e")
     hs = ChromaHandshake(client=cc, collection_name="chonkie_bench", embedding_model=emb)
     try:
         hs.write(chunks)

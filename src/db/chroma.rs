@@ -263,9 +263,7 @@ impl ChromaWriter {
         let url = format!("{}/{}", self.target.collections(), self.id);
         self.call("PUT", &url, Some(&json!({"new_metadata": metadata})), 6).map(|_| ())
     }
-}
 
-impl ChromaWriter {
     /// Upsert `part`; a request the server finds too large (413) is split in two.
     fn upsert(&self, part: &[&super::Row]) -> Result<()> {
         let meta = &self.columns.meta_fields;
