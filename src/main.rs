@@ -1015,6 +1015,7 @@ fn chunk(a: &ChunkArgs) -> seamcut::Result<()> {
                 index: a.hnsw,
                 password_env: a.db_password_env.clone(),
                 model: String::new(),
+                vectors: String::new(),
             },
         },
         None => target(a.output.as_ref(), a.resume)?,

@@ -13,9 +13,9 @@
 //! and `--resume` runs that batch again, changing nothing. 429, 5xx and dropped connections
 //! are retried with backoff.
 //!
-//! The collection is created when missing (cosine distance) with the model and dimension in
-//! its metadata; an existing one with another model or dimension is an error before the
-//! first write. Metadata values are strings, or integers for `index`, `start`, `end`,
+//! The collection is created when missing (cosine distance) with the model, the dimension and
+//! how the vectors were made in its metadata; an existing one with another model, dimension or
+//! vectors made another way is an error before the first write. Metadata values are strings, or integers for `index`, `start`, `end`,
 //! `tokens`. Vectors go as base64 of their little-endian f32s where the server takes that (its
 //! pre-flight check says `supports_base64_encoding`, as Chroma's own Python client asks),
 //! else as JSON numbers; both are the job's floats exactly.
@@ -151,31 +151,31 @@ impl ChromaWriter {
         let body = json!({
             "name": w.target.collection,
             "get_or_create": true,
-            "metadata": {"seamcut_model": w.opts.model, "seamcut_dim": dim, "hnsw:space": "cosine"},
+            "metadata": {
+                "seamcut_model": w.opts.model,
+                "seamcut_dim": dim,
+                "seamcut_vectors": w.opts.vectors,
+                "hnsw:space": "cosine",
+            },
         });
         let c = w.call("POST", &w.target.collections(), Some(&body), 3)?;
         w.id = c["id"].as_str().unwrap_or_default().to_string();
         w.metadata = c["metadata"].as_object().cloned().unwrap_or_default();
         let shown = w.target.shown();
-        match (w.metadata.get("seamcut_model").and_then(Value::as_str), w.metadata.get("seamcut_dim").and_then(Value::as_u64)) {
-            (Some(m), Some(d)) if super::same_model(m, &w.opts.model) && d as usize == dim => {}
-            (Some(m), Some(d)) if d as usize != dim => {
-                return Err(Error::Config(format!(
-                    "{shown}: the collection's vectors have {d} dimensions ({m}), this job's {dim}; write another collection"
-                )))
-            }
-            (Some(m), _) => {
-                return Err(Error::Config(format!(
-                    "{shown}: the collection holds vectors of another model ({m}; this job's: {}); write another collection",
-                    w.opts.model
-                )))
-            }
-            _ => {
-                return Err(Error::Config(format!(
-                    "{shown}: the collection was not written by seamcut (its metadata names no model); write another collection"
-                )))
-            }
+        let recorded = |k: &str| w.metadata.get(k).and_then(Value::as_str);
+        if let Some(d) = w.metadata.get("seamcut_dim").and_then(Value::as_u64).filter(|&d| d as usize != dim)
+        {
+            return Err(Error::Config(format!(
+                "{shown}: the collection's vectors have {d} dimensions, this job's {dim}; write another collection"
+            )));
         }
+        super::check_recorded(
+            &shown,
+            "collection",
+            recorded("seamcut_model"),
+            recorded("seamcut_vectors"),
+            &w.opts,
+        )?;
         if let Some(p) = w.metadata.get(&w.key).and_then(Value::as_str) {
             let p: Value = serde_json::from_str(p).unwrap_or_default();
             let done = p["complete"].as_bool().unwrap_or(false);

@@ -68,6 +68,9 @@ pub struct DbOptions {
     pub password_env: Option<String>,
     /// The embedding model (its name and weights' fingerprint), recorded with the table.
     pub model: String,
+    /// How the vectors were made besides the model (`--embeddings`, prompt, dimensions, ...;
+    /// JSON), recorded with the table: a job that makes them another way is refused.
+    pub vectors: String,
 }
 
 impl DbTarget {
@@ -221,6 +224,35 @@ pub fn same_model(recorded: &str, ours: &str) -> bool {
     match (fingerprint(recorded), fingerprint(ours)) {
         (Some(a), Some(b)) => a == b,
         _ => recorded == ours,
+    }
+}
+
+/// Check what a table or collection (`what`, shown as `shown`) records against this job: its
+/// model by the weights' fingerprint ([`same_model`]), and how its vectors were made exactly. A
+/// table written before seamcut recorded the second has none, and takes this job's.
+///
+/// # Errors
+/// No model recorded (not seamcut's), another model, or vectors made another way.
+pub fn check_recorded(
+    shown: &str,
+    what: &str,
+    model: Option<&str>,
+    vectors: Option<&str>,
+    opts: &DbOptions,
+) -> Result<()> {
+    let refuse = |why: String| Err(Error::Config(format!("{shown}: {why}; write another {what}")));
+    match model {
+        None => refuse(format!("the {what} was not written by seamcut (it records no model)")),
+        Some(m) if !same_model(m, &opts.model) => {
+            refuse(format!("the {what} holds vectors of another model ({m}; this job's: {})", opts.model))
+        }
+        _ => match vectors {
+            Some(v) if v != opts.vectors => refuse(format!(
+                "the {what}'s vectors were made another way ({v}; this job's: {})",
+                opts.vectors
+            )),
+            _ => Ok(()),
+        },
     }
 }
 

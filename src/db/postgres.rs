@@ -14,8 +14,10 @@
 //! and runs it again on a new connection, with backoff; anything else is an error at once.
 //!
 //! The table is created when missing (`vector(dim)`, an index on `doc_id`) and described by
-//! its comment: `{"seamcut": {"model": ..., "dim": ..., "spec": ...}}`. An existing table
-//! with other columns, another dimension or another model is an error before the first write.
+//! its comment: `{"seamcut": {"model": ..., "dim": ..., "vectors": ...}}` (`vectors`: how
+//! they were made besides the model, [`super::DbOptions::vectors`]). An existing table with
+//! other columns, another dimension, another model or vectors made another way is an error
+//! before the first write.
 
 use std::time::Duration;
 
@@ -285,7 +287,9 @@ impl PgWriter {
             .chain(self.columns.meta_fields.iter().map(|f| (f.clone(), "text".to_string())))
             .chain([("embedding".to_string(), "vector".to_string())])
             .collect();
-        let description = serde_json::json!({"seamcut": {"model": self.opts.model, "dim": dim}}).to_string();
+        let description =
+            serde_json::json!({"seamcut": {"model": self.opts.model, "dim": dim, "vectors": self.opts.vectors}})
+                .to_string();
         if !exists {
             let cols: Vec<String> = want
                 .iter()
@@ -342,22 +346,15 @@ impl PgWriter {
             .query_one("SELECT obj_description($1::text::regclass, 'pg_class')", &[&self.target.table])
             .map_err(&err)?
             .get(0);
-        let model = comment
-            .as_deref()
-            .and_then(|c| serde_json::from_str::<serde_json::Value>(c).ok())
-            .and_then(|v| v["seamcut"]["model"].as_str().map(str::to_string));
-        match model {
-            Some(m) if super::same_model(&m, &self.opts.model) => Ok(()),
-            Some(m) => Err(Error::Config(format!(
-                "{}: the table holds vectors of another model ({m}; this job's: {}); write another table",
-                self.target.shown(),
-                self.opts.model
-            ))),
-            None => Err(Error::Config(format!(
-                "{}: the table was not written by seamcut (its comment does not name a model); write another table",
-                self.target.shown()
-            ))),
-        }
+        let recorded = comment.as_deref().and_then(|c| serde_json::from_str::<serde_json::Value>(c).ok());
+        let field = |k: &str| recorded.as_ref().and_then(|v| v["seamcut"][k].as_str().map(str::to_string));
+        super::check_recorded(
+            &self.target.shown(),
+            "table",
+            field("model").as_deref(),
+            field("vectors").as_deref(),
+            &self.opts,
+        )
     }
 
     fn read_progress(&mut self) -> Result<()> {

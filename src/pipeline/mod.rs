@@ -436,6 +436,32 @@ impl CorpusJob {
         .to_string()
     }
 
+    /// How the job makes its vectors besides the model (a database records it: vectors made
+    /// another way are not comparable with them). Each setting only where it changes them.
+    fn vectors(&self, chunker: &dyn Chunker, opts: &JobOptions) -> String {
+        let mode = opts.embeddings.map(|m| m.resolve(chunker.unit_model().is_some()));
+        let reembeds = matches!(mode, Some(EmbeddingMode::Reembed | EmbeddingMode::Blend));
+        let late = matches!(mode, Some(EmbeddingMode::Late | EmbeddingMode::Blend));
+        let mut v = serde_json::json!({"embeddings": mode});
+        if let Some(p) = &self.spec.prompt_name {
+            v["prompt_name"] = p.as_str().into();
+        }
+        if let Some(p) = &self.spec.prompt {
+            v["prompt"] = p.as_str().into();
+        }
+        if let Some(d) = self.spec.dims {
+            v["dims"] = d.into();
+        }
+        if reembeds {
+            v["long"] = format!("{:?}", opts.long).to_lowercase().into();
+            v["context_prefix"] = opts.context_prefix.into();
+        }
+        if let Some(l) = opts.late.as_ref().filter(|_| late) {
+            v["late"] = serde_json::json!({"window": l.window, "stride": l.stride});
+        }
+        v.to_string()
+    }
+
     /// Run the job on its inputs.
     ///
     /// # Errors
@@ -485,12 +511,13 @@ impl CorpusJob {
         let job = Job { chunker, embedder, fingerprint: self.fingerprint(), opts };
         #[cfg(feature = "db")]
         if let Target::Database { target, opts } = &self.target {
-            // The table records the model its vectors come from.
+            // The table records the model its vectors come from, and how they were made.
             let m = self.spec.load_model()?;
             let model = format!("{} ({})", m.name, m.fingerprint.as_deref().unwrap_or("no fingerprint"));
+            let vectors = self.vectors(chunker, &job.opts);
             let target = Target::Database {
                 target: target.clone(),
-                opts: crate::db::DbOptions { model, ..opts.clone() },
+                opts: crate::db::DbOptions { model, vectors, ..opts.clone() },
             };
             return chunk_corpus(docs, &job, &target);
         }

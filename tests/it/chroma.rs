@@ -8,7 +8,7 @@ use std::process::Output;
 
 use serde_json::{json, Value};
 
-use super::db_jobs::{corpus, killed_after_progress, seamcut, stderr};
+use super::db_jobs::{corpus, killed_after_progress, one_line, seamcut, stderr};
 
 fn base() -> String {
     std::env::var("SEAMCUT_TEST_CHROMA").unwrap_or_else(|_| {
@@ -71,6 +71,12 @@ fn chroma_reruns_replace_and_the_vectors_of_the_npy() {
     assert!(first.len() > 20);
     assert!(job(&input, c, &[]).status.success());
     assert_eq!(dump(c), first, "a rerun changes nothing and adds nothing");
+    // Vectors made another way (late chunking) do not go into it.
+    let url = format!("{}/{c}", base());
+    let late = ["chunk", input.to_str().unwrap(), "--chunker", "maxmin", "--embeddings", "late"];
+    let e = one_line(&seamcut(&[&late[..], &["--meta-field", "lang", "-q", "-o", &url]].concat()));
+    assert!(e.contains("made another way"), "{e}");
+    assert_eq!(dump(c), first, "nothing written");
     // The stored vectors are the .npy's, chunk for chunk.
     let out = dir.path().join("out.jsonl");
     let args = [
@@ -168,12 +174,6 @@ fn chroma_kill_9_then_resume_gives_the_uninterrupted_collection() {
 fn chroma_faults_are_one_line_errors() {
     let dir = tempfile::tempdir().unwrap();
     let input = corpus(dir.path(), 2);
-    let one_line = |o: &Output| {
-        assert!(!o.status.success());
-        let e = stderr(o);
-        assert_eq!(e.trim_end().lines().count(), 1, "{e}");
-        e
-    };
     // A server that is not there.
     let down = "chroma+http://127.0.0.1:9/c-down";
     let e = one_line(&seamcut(&[

@@ -12,6 +12,14 @@ pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// A failed run's error, which is one line.
+pub fn one_line(o: &Output) -> String {
+    assert!(!o.status.success());
+    let e = stderr(o);
+    assert_eq!(e.trim_end().lines().count(), 1, "{e}");
+    e
+}
+
 /// A JSONL corpus of `n` documents (`doc-000`, ...) of a few paragraphs each, with a `lang`
 /// field.
 pub fn corpus(dir: &Path, n: usize) -> PathBuf {

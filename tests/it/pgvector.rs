@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use super::db_jobs::{corpus, killed_after_progress, seamcut, stderr};
+use super::db_jobs::{corpus, killed_after_progress, one_line, seamcut, stderr};
 
 fn base_url() -> String {
     std::env::var("SEAMCUT_TEST_PG").unwrap_or_else(|_| {
@@ -125,6 +125,13 @@ fn the_same_job_twice_gives_the_same_table_and_the_vectors_of_the_npy() {
     let comment: String =
         c.query_one("SELECT obj_description($1::text::regclass, 'pg_class')", &[&table]).unwrap().get(0);
     assert!(comment.contains("\"model\"") && comment.contains("\"dim\":240"), "{comment}");
+    assert!(comment.contains(r#"\"embeddings\":\"mean\""#), "{comment}");
+    // Vectors made another way (late chunking) do not go into it.
+    let u = url(table);
+    let late = ["chunk", input.to_str().unwrap(), "--chunker", "maxmin", "--embeddings", "late"];
+    let e = one_line(&seamcut(&[&late[..], &["--meta-field", "lang", "-q", "-o", &u]].concat()));
+    assert!(e.contains("made another way"), "{e}");
+    assert_eq!(dump(table), first, "nothing written");
     // The stored vectors are the ones `-o out.jsonl` writes to its .npy, chunk for chunk.
     let out = dir.path().join("out.jsonl");
     let mut args = vec!["chunk", input.to_str().unwrap()];
@@ -315,12 +322,6 @@ fn the_server_killed_mid_job_then_resume_gives_the_uninterrupted_table() {
 fn bad_input_and_faults_are_one_line_errors_and_lose_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let input = corpus(dir.path(), 3);
-    let one_line = |o: &Output| {
-        assert!(!o.status.success());
-        let e = stderr(o);
-        assert_eq!(e.trim_end().lines().count(), 1, "{e}");
-        e
-    };
     // No vectors asked for.
     let u = url("t_faults");
     let e = one_line(&seamcut(&["chunk", input.to_str().unwrap(), "-o", &u, "-q"]));
