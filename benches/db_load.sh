@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Writing into pgvector and Chroma, side by side in one script (the machine is shared and noisy):
+# Writing into pgvector, Chroma and LanceDB, side by side in one script (the machine is shared and noisy):
 #   benches/db_load.sh [MB] [ROUNDS]
 # On a corpus of MB megabytes (benches/make-corpus.sh), with a 384-dimension static model
 # distilled from all-MiniLM-L6-v2 (so that the vectors have MiniLM's width and the job is not
@@ -10,6 +10,9 @@
 #   copy     psql \copy of the same rows, binary, into a fresh table of the same shape: the
 #            ceiling of a load on this machine
 #   chroma   seamcut chunk ... -o chroma+http://.../bench       (into a fresh collection)
+#   lance    seamcut chunk ... -o DIR/bench.lance               (into a fresh LanceDB table;
+#            with SEAMCUT_LANCE=1, for a binary built with --features lancedb)
+#   lance-rerun  the same job again into the filled LanceDB table
 # and prints one JSON line per run: wall seconds, rows, and the summary line's busy seconds of
 # the write stage (`write`: building the rows, waiting for the commit before) and of the
 # database's commits (`database`, on their own thread), so rows/s of the commits and of
@@ -70,6 +73,15 @@ for r in $(seq 1 "$rounds"); do
   "$bin" "${job[@]}" -o "$chroma/bench" 2>"$work/chroma.log"
   t1=$(date +%s.%N)
   echo "{\"round\": $r, \"run\": \"chroma\", \"seconds\": $(echo "$t1 - $t0" | bc), \"write_busy\": $(busy_write "$work/chroma.log"), \"database_busy\": $(busy_db "$work/chroma.log"), \"rows\": $rows}"
+  if [ "${SEAMCUT_LANCE:-0}" = 1 ]; then
+    rm -rf "$work/lance"
+    for run in lance lance-rerun; do
+      t0=$(date +%s.%N)
+      "$bin" "${job[@]}" -o "$work/lance/bench.lance" 2>"$work/lance.log"
+      t1=$(date +%s.%N)
+      echo "{\"round\": $r, \"run\": \"$run\", \"seconds\": $(echo "$t1 - $t0" | bc), \"write_busy\": $(busy_write "$work/lance.log"), \"database_busy\": $(busy_db "$work/lance.log"), \"bytes_on_disk\": $(du -sb "$work/lance" | cut -f1)}"
+    done
+  fi
 done
 tail -1 "$work/pg.log" >&2
 if [ -n "${CHONKIE_PYTHON:-}" ]; then

@@ -829,15 +829,17 @@ struct ChunkArgs {
     print_spec: bool,
     /// Write here instead of stdout: .parquet for Parquet, anything else JSONL (.jsonl.gz and
     /// .jsonl.zst compressed as named), or a database table:
-    /// postgresql://USER@HOST:PORT/DB?table=NAME (pgvector; the password from $PGPASSWORD), or
-    /// chroma+http://HOST:PORT/COLLECTION (Chroma; a token from $CHROMA_API_KEY).
+    /// postgresql://USER@HOST:PORT/DB?table=NAME (pgvector; the password from $PGPASSWORD),
+    /// chroma+http://HOST:PORT/COLLECTION (Chroma; a token from $CHROMA_API_KEY), or DIR/NAME.lance
+    /// (a LanceDB table, in a build with the lancedb feature).
     #[arg(short, long)]
     output: Option<PathBuf>,
     /// Database output: after a document's new chunks are written, delete its rows from earlier
     /// runs that this run did not write (in the same transaction).
     #[arg(long, help_heading = "Database output")]
     replace: bool,
-    /// Database output: build the vector index (HNSW, cosine distance) after the load.
+    /// Database output: build the vector index (HNSW, cosine distance; LanceDB's IVF-HNSW-SQ)
+    /// after the load.
     #[arg(long, help_heading = "Database output")]
     hnsw: bool,
     /// Database output: the environment variable holding the password (pgvector, when the URL
@@ -1002,7 +1004,7 @@ fn chunk(a: &ChunkArgs) -> seamcut::Result<()> {
             [(a.replace, "--replace"), (a.hnsw, "--hnsw"), (a.db_password_env.is_some(), "--db-password-env")]
         {
             if given {
-                eprintln!("seamcut: warning: {name} does nothing here: it applies to a database output (-o postgresql://... or chroma+http://...)");
+                eprintln!("seamcut: warning: {name} does nothing here: it applies to a database output (-o postgresql://..., chroma+http://... or DIR/NAME.lance)");
             }
         }
     }

@@ -109,6 +109,8 @@ pub const REQUEST_BYTES: usize = 8 << 20;
 enum Failure {
     Transient(String),
     Final(String),
+    /// 413: the body is larger than the server takes (the request can be split).
+    TooLarge(String),
 }
 
 impl ChromaWriter {
@@ -118,12 +120,7 @@ impl ChromaWriter {
     /// The server cannot be reached (after retries), refuses the collection's name, or has the
     /// collection with another model or dimension; an interrupted run without `resume`.
     pub fn open(target: &ChromaTarget, columns: Columns, job: &str, opts: DbOptions) -> Result<Self> {
-        let dim = columns.dim.ok_or_else(|| {
-            Error::setting(
-                "embeddings",
-                "a database output stores each chunk's vector: choose how to make it",
-            )
-        })?;
+        let dim = super::dim(&columns)?;
         let agent = ureq::AgentBuilder::new().timeout(Duration::from_secs(120)).build();
         let token = std::env::var(opts.password_env.as_deref().unwrap_or("CHROMA_API_KEY"))
             .ok()
@@ -196,26 +193,41 @@ impl ChromaWriter {
 
     /// One request, retried `tries` times on a transient failure; the answer's JSON.
     fn call(&self, method: &str, url: &str, body: Option<&Value>, tries: u32) -> Result<Value> {
+        self.retried(method, url, body, tries).map_err(|(f, attempts)| self.error(f, attempts))
+    }
+
+    /// A request's failure after `attempts` tries, as the job's error.
+    fn error(&self, f: Failure, attempts: u32) -> Error {
+        match f {
+            Failure::Transient(m) => Error::Database(format!(
+                "{}: {m} (after {}); the batches written before it are kept: run the same job with {} once the server is back",
+                self.target.shown(),
+                crate::pipeline::plural(u64::from(attempts), "try"),
+                crate::error::named("resume")
+            )),
+            Failure::Final(m) | Failure::TooLarge(m) => Error::Config(format!("{}: {m}", self.target.shown())),
+        }
+    }
+
+    /// [`Self::call`]'s failure as it came, with the tries it took.
+    fn retried(
+        &self,
+        method: &str,
+        url: &str,
+        body: Option<&Value>,
+        tries: u32,
+    ) -> std::result::Result<Value, (Failure, u32)> {
         let mut wait = Duration::from_millis(250);
         let mut attempt = 1;
         loop {
             match self.once(method, url, body) {
                 Ok(v) => return Ok(v),
-                Err(Failure::Transient(m)) if attempt < tries => {
-                    let _ = m;
+                Err(Failure::Transient(_)) if attempt < tries => {
                     std::thread::sleep(wait);
                     wait = (wait * 2).min(Duration::from_secs(8));
                     attempt += 1;
                 }
-                Err(Failure::Transient(m)) => {
-                    return Err(Error::Database(format!(
-                        "{}: {m} (after {}); the batches written before it are kept: run the same job with {} once the server is back",
-                        self.target.shown(),
-                        crate::pipeline::plural(u64::from(attempt), "try"),
-                        crate::error::named("resume")
-                    )))
-                }
-                Err(Failure::Final(m)) => return Err(Error::Config(format!("{}: {m}", self.target.shown()))),
+                Err(f) => return Err((f, attempt)),
             }
         }
     }
@@ -242,10 +254,10 @@ impl ChromaWriter {
                     .and_then(|v| v["message"].as_str().or(v["error"].as_str()).map(str::to_string))
                     .unwrap_or(text);
                 let m = format!("HTTP {code}: {}", m.replace(['\n', '\r'], " "));
-                if code == 429 || code >= 500 {
-                    Err(Failure::Transient(m))
-                } else {
-                    Err(Failure::Final(m))
+                match code {
+                    413 => Err(Failure::TooLarge(m)),
+                    429 | 500.. => Err(Failure::Transient(m)),
+                    _ => Err(Failure::Final(m)),
                 }
             }
             Err(e) => Err(Failure::Transient(format!("cannot reach the server: {e}"))),
@@ -292,13 +304,15 @@ impl ChromaWriter {
             "documents": part.iter().map(|r| r.text.as_str()).collect::<Vec<_>>(),
             "metadatas": metadatas,
         });
-        match self.call("POST", &self.records("upsert"), Some(&body), 6) {
-            Err(Error::Config(m)) if m.contains("HTTP 413") && part.len() > 1 => {
+        let url = self.records("upsert");
+        match self.retried("POST", &url, Some(&body), 6) {
+            Err((Failure::TooLarge(_), _)) if part.len() > 1 => {
                 let (a, b) = part.split_at(part.len() / 2);
                 self.upsert(a)?;
                 self.upsert(b)
             }
-            r => r.map(|_| ()),
+            Ok(_) => Ok(()),
+            Err((f, attempts)) => Err(self.error(f, attempts)),
         }
     }
 }
@@ -423,6 +437,89 @@ mod tests {
         assert_eq!(request_rows(&[&huge, &huge], 5461, true), 1);
         // base64 is the f32s' little-endian bytes.
         assert_eq!(packed(&[1.0, -2.5]), "AACAPwAAIMA=");
+    }
+
+    /// Each upsert the server took: its body's bytes and its ids.
+    type Taken = std::sync::Arc<std::sync::Mutex<Vec<(usize, Vec<String>)>>>;
+
+    /// A server that answers 413 to a body over `limit` bytes and records the ids of the
+    /// upserts it takes (one request per connection).
+    fn strict_server(limit: usize) -> (String, Taken) {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("chroma+http://{}/c", listener.local_addr().unwrap());
+        let taken = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = taken.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let mut stream = stream.unwrap();
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut length = 0;
+                loop {
+                    let mut line = String::new();
+                    reader.read_line(&mut line).unwrap();
+                    if line.trim().is_empty() {
+                        break;
+                    }
+                    if let Some((k, v)) = line.split_once(':') {
+                        if k.eq_ignore_ascii_case("content-length") {
+                            length = v.trim().parse().unwrap();
+                        }
+                    }
+                }
+                let mut body = vec![0; length];
+                reader.read_exact(&mut body).unwrap();
+                let answer = if length > limit {
+                    "HTTP/1.1 413 Payload Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                } else {
+                    let v: Value = serde_json::from_slice(&body).unwrap();
+                    let ids = v["ids"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|i| i.as_str().unwrap().to_string())
+                        .collect();
+                    log.lock().unwrap().push((length, ids));
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"
+                };
+                stream.write_all(answer.as_bytes()).unwrap();
+            }
+        });
+        (url, taken)
+    }
+
+    #[test]
+    fn a_request_answered_413_is_split_until_it_fits_and_loses_no_row() {
+        let limit = 6_000;
+        let (url, taken) = strict_server(limit);
+        let w = ChromaWriter {
+            target: ChromaTarget::parse(&url).unwrap(),
+            agent: ureq::AgentBuilder::new().timeout(Duration::from_secs(10)).build(),
+            token: None,
+            columns: Columns { meta_fields: vec!["lang".into()], dim: Some(16), windows: false },
+            opts: DbOptions::default(),
+            id: "c-id".into(),
+            metadata: serde_json::Map::new(),
+            key: "k".into(),
+            committed: Totals::default(),
+            complete: false,
+            max_batch: 1000,
+            base64: true,
+        };
+        let rows: Vec<_> =
+            (0..40).map(|i| super::super::Row { id: format!("{i:032}"), ..row(300, 16) }).collect();
+        let refs: Vec<&_> = rows.iter().collect();
+        w.upsert(&refs).unwrap();
+        let taken = taken.lock().unwrap();
+        assert!(taken.len() > 2, "split: {} requests", taken.len());
+        assert!(taken.iter().all(|(n, _)| *n <= limit));
+        let ids: Vec<&String> = taken.iter().flat_map(|(_, ids)| ids).collect();
+        let want: Vec<&String> = rows.iter().map(|r| &r.id).collect();
+        assert_eq!(ids, want, "every row once, in order");
+        // A single row over the limit cannot be split: one line naming the server's answer.
+        let big = [&row(limit * 2, 16)];
+        let e = w.upsert(&big).unwrap_err().to_string();
+        assert!(e.contains("HTTP 413") && !e.contains('\n'), "{e}");
     }
 
     #[test]

@@ -19,6 +19,8 @@
 //! (`--embeddings`), never a second embedding by the database.
 
 pub mod chroma;
+#[cfg(feature = "lancedb")]
+pub mod lance;
 pub mod postgres;
 
 use crate::chunk::ChunkSpan;
@@ -33,6 +35,9 @@ pub enum DbTarget {
     Postgres(postgres::PgTarget),
     /// A Chroma server's collection.
     Chroma(chroma::ChromaTarget),
+    /// A LanceDB table (`DIR/NAME.lance`).
+    #[cfg(feature = "lancedb")]
+    Lance(lance::LanceTarget),
 }
 
 /// A job's writer into a database: what the job's write stage asks of it.
@@ -79,6 +84,14 @@ impl DbTarget {
     /// # Errors
     /// A database URL that is not well formed (no table, a table name the database refuses).
     pub fn parse(output: &str) -> Option<Result<Self>> {
+        if std::path::Path::new(output).extension().is_some_and(|e| e == "lance") && !output.contains("://") {
+            #[cfg(feature = "lancedb")]
+            return lance::LanceTarget::parse(output).map(|t| t.map(Self::Lance));
+            #[cfg(not(feature = "lancedb"))]
+            return Some(Err(Error::Config(format!(
+                "{output}: this seamcut was built without LanceDB (build it with `--features lancedb`)"
+            ))));
+        }
         let scheme = output.split_once("://")?.0.to_ascii_lowercase();
         Some(match scheme.as_str() {
             "postgresql" | "postgres" => postgres::PgTarget::parse(output).map(Self::Postgres),
@@ -96,6 +109,9 @@ impl DbTarget {
         match self {
             Self::Postgres(_) => unstorable(doc),
             Self::Chroma(_) => None,
+            // Arrow's strings hold NUL.
+            #[cfg(feature = "lancedb")]
+            Self::Lance(_) => None,
         }
     }
 
@@ -105,6 +121,8 @@ impl DbTarget {
         match self {
             Self::Postgres(t) => t.shown(),
             Self::Chroma(t) => t.shown(),
+            #[cfg(feature = "lancedb")]
+            Self::Lance(t) => t.shown(),
         }
     }
 
@@ -116,6 +134,8 @@ impl DbTarget {
         Ok(match self {
             Self::Postgres(t) => Box::new(postgres::PgWriter::open(t, columns, job.to_string(), opts)?),
             Self::Chroma(t) => Box::new(chroma::ChromaWriter::open(t, columns, job, opts)?),
+            #[cfg(feature = "lancedb")]
+            Self::Lance(t) => Box::new(lance::LanceWriter::open(t, columns, job, opts)?),
         })
     }
 }
@@ -225,6 +245,16 @@ pub fn same_model(recorded: &str, ours: &str) -> bool {
         (Some(a), Some(b)) => a == b,
         _ => recorded == ours,
     }
+}
+
+/// The vectors' dimension a database output stores (the job must make them).
+///
+/// # Errors
+/// A job without `--embeddings`.
+pub fn dim(columns: &Columns) -> Result<usize> {
+    columns.dim.ok_or_else(|| {
+        Error::setting("embeddings", "a database output stores each chunk's vector: choose how to make it")
+    })
 }
 
 /// Check what a table or collection (`what`, shown as `shown`) records against this job: its
@@ -394,5 +424,21 @@ mod tests {
         assert!(DbTarget::parse("postgresql://u@localhost:5432/db?table=chunks").unwrap().is_ok());
         let e = DbTarget::parse("mysql://u@h/db").unwrap().unwrap_err().to_string();
         assert!(e.contains("mysql://"), "{e}");
+        // A LanceDB table is a path ending in .lance: written by a build with the feature,
+        // refused by one without (never a JSONL file of that name).
+        let lance = DbTarget::parse("index/chunks.lance").unwrap();
+        #[cfg(feature = "lancedb")]
+        {
+            let Ok(DbTarget::Lance(t)) = lance else { panic!("{lance:?}") };
+            assert_eq!((t.dir.to_str(), t.table.as_str()), (Some("index"), "chunks"));
+            let Some(Ok(DbTarget::Lance(here))) = DbTarget::parse("t.lance") else { panic!() };
+            assert_eq!(here.dir.to_str(), Some("."));
+        }
+        #[cfg(not(feature = "lancedb"))]
+        {
+            let e = lance.unwrap_err().to_string();
+            assert!(e.contains("--features lancedb"), "{e}");
+        }
+        assert!(DbTarget::parse("out.lance.jsonl").is_none());
     }
 }

@@ -203,12 +203,7 @@ impl PgWriter {
     /// with other columns, another dimension or another model; an interrupted run of the
     /// same job without `resume`.
     pub fn open(target: &PgTarget, columns: Columns, job: String, opts: DbOptions) -> Result<Self> {
-        let dim = columns.dim.ok_or_else(|| {
-            Error::setting(
-                "embeddings",
-                "a database output stores each chunk's vector: choose how to make it",
-            )
-        })?;
+        let dim = super::dim(&columns)?;
         for f in &columns.meta_fields {
             if FIXED.iter().any(|(c, _)| c == f) || f == "embedding" {
                 return Err(Error::setting(

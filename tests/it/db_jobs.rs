@@ -1,4 +1,4 @@
-//! What the database tests share (`pgvector.rs`, `chroma.rs`): the CLI, a corpus, and a run
+//! What the database tests share (`pgvector.rs`, `chroma.rs`, `lance.rs`): the CLI, a corpus, and a run
 //! killed with SIGKILL as soon as it has committed something.
 
 use std::path::{Path, PathBuf};

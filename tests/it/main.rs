@@ -10,6 +10,8 @@ mod corpus_jobs;
 mod db_jobs;
 mod embed_parity;
 mod kernels;
+#[cfg(feature = "lancedb")]
+mod lance;
 mod late;
 mod long_models;
 mod long_words;

@@ -1,0 +1,323 @@
+//! LanceDB, embedded (feature `lancedb`): `-o DIR/NAME.lance` writes the table `NAME` of the
+//! LanceDB database in `DIR`, the directory LanceDB's own clients open
+//! (`lancedb.connect("DIR").open_table("NAME")`).
+//!
+//! Lance has a transaction per commit but none across commits, so a batch is made safe to run
+//! twice, as for Chroma: one `merge_insert` on `id` upserts the batch's rows (an id already there
+//! is updated, a new one inserted) and, with `replace`, deletes the batch's documents' rows that
+//! the batch did not write, in the same commit (a reader never sees a document without
+//! chunks); then the job's progress is written into the table's config. A kill between the two
+//! leaves progress one batch behind, and `--resume` runs that batch again, changing nothing. A
+//! commit that meets another writer's (a shard writing the same table) is retried by Lance.
+//!
+//! The table is created when missing, its schema's metadata recording the model, the dimension
+//! and how the vectors were made (`seamcut`: `{"model", "dim", "vectors"}`); an existing table
+//! with other columns, another dimension or another model is an error before the first write.
+//! Vectors are `FixedSizeList<Float32>`: the job's floats exactly. With `index`, the vector
+//! index (IVF-HNSW-SQ, cosine) is built after the load.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use lancedb::arrow::arrow_array::{
+    ArrayRef, FixedSizeListArray, Float32Array, Int64Array, RecordBatch, RecordBatchIterator, StringArray,
+};
+use lancedb::arrow::arrow_schema::{DataType, Field, Schema, SchemaRef};
+use lancedb::table::NativeTable;
+
+use super::{DbOptions, DbWriter, Rows};
+use crate::output::Columns;
+use crate::pipeline::Totals;
+use crate::{Error, Result};
+
+/// A table in a LanceDB directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LanceTarget {
+    /// The database's directory.
+    pub dir: PathBuf,
+    /// The table's name (the file name without `.lance`).
+    pub table: String,
+}
+
+impl LanceTarget {
+    /// `DIR/NAME.lance`, or `None` when `output` does not name a `.lance` table.
+    #[must_use]
+    pub fn parse(output: &str) -> Option<Result<Self>> {
+        let path = Path::new(output);
+        if path.extension().and_then(|e| e.to_str()) != Some("lance") {
+            return None;
+        }
+        let table = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_string();
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        if table.is_empty() {
+            return Some(Err(Error::Config(format!("{output}: name the table: DIR/NAME.lance"))));
+        }
+        Some(Ok(Self { dir, table }))
+    }
+
+    /// The output as given.
+    #[must_use]
+    pub fn shown(&self) -> String {
+        self.dir.join(format!("{}.lance", self.table)).display().to_string()
+    }
+}
+
+/// A job's writer into a LanceDB table.
+pub struct LanceWriter {
+    /// Lance is async: its calls run on a runtime of the writer's own.
+    rt: tokio::runtime::Runtime,
+    table: lancedb::Table,
+    target: LanceTarget,
+    schema: SchemaRef,
+    opts: DbOptions,
+    /// The config key of this job's progress.
+    key: String,
+    committed: Totals,
+    complete: bool,
+}
+
+/// The key of the table's schema metadata that says what made it.
+const RECORD: &str = "seamcut";
+
+impl LanceWriter {
+    /// Open the database, find or create the table, check it, read the job's progress.
+    ///
+    /// # Errors
+    /// A table name LanceDB refuses, a table with other columns, another dimension or another
+    /// model; an interrupted run without `resume`.
+    pub fn open(target: &LanceTarget, columns: Columns, job: &str, opts: DbOptions) -> Result<Self> {
+        let dim = super::dim(&columns)?;
+        let shown = target.shown();
+        let fail = |e: lancedb::Error| Error::Database(format!("{shown}: {}", one_line(&e)));
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(|e| Error::Internal(format!("cannot start LanceDB's runtime: {e}")))?;
+        let record =
+            serde_json::json!({"model": opts.model, "dim": dim, "vectors": opts.vectors}).to_string();
+        let schema = Arc::new(
+            schema(&columns, dim).with_metadata([(RECORD.to_string(), record)].into_iter().collect()),
+        );
+        // An absolute path: lancedb 0.41 takes any URI that starts with "db" (a directory
+        // named `db/`) for LanceDB Cloud's `db://`.
+        let dir = std::path::absolute(&target.dir).map_err(|e| Error::Config(format!("{shown}: {e}")))?;
+        let uri = dir.to_str().ok_or_else(|| {
+            Error::Config(format!("{shown}: LanceDB takes a directory whose path is UTF-8"))
+        })?;
+        let table = rt.block_on(async {
+            let db = lancedb::connect(uri).execute().await.map_err(fail)?;
+            match db.open_table(&target.table).execute().await {
+                Ok(t) => Ok(t),
+                Err(lancedb::Error::TableNotFound { .. }) => db
+                    .create_empty_table(&target.table, schema.clone())
+                    // Another shard may create it first: then it is opened.
+                    .mode(lancedb::database::CreateTableMode::exist_ok(|r| r))
+                    .execute()
+                    .await
+                    .map_err(fail),
+                Err(e) => Err(fail(e)),
+            }
+        })?;
+        let key = format!("seamcut.job.{}", &super::chunk_id(job, 0, 0, "")[..16]);
+        let mut w = Self {
+            rt,
+            table,
+            target: target.clone(),
+            schema,
+            opts,
+            key,
+            committed: Totals::default(),
+            complete: false,
+        };
+        w.check(dim)?;
+        w.read_progress()?;
+        Ok(w)
+    }
+
+    fn fail(&self) -> impl Fn(lancedb::Error) -> Error + '_ {
+        move |e| Error::Database(format!("{}: {}", self.target.shown(), one_line(&e)))
+    }
+
+    fn native(&self) -> Result<&NativeTable> {
+        self.table
+            .as_native()
+            .ok_or_else(|| Error::Internal(format!("{}: not a local LanceDB table", self.target.shown())))
+    }
+
+    /// The table's columns and record against this job's.
+    fn check(&self, dim: usize) -> Result<()> {
+        let shown = self.target.shown();
+        let theirs = self.rt.block_on(self.table.schema()).map_err(self.fail())?;
+        let list = |s: &Schema| {
+            s.fields()
+                .iter()
+                .map(|f| format!("{} {}", f.name(), f.data_type()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let same = theirs.fields().len() == self.schema.fields().len()
+            && theirs.fields().iter().zip(self.schema.fields()).all(|(a, b)| {
+                a.name() == b.name()
+                    && match (a.data_type(), b.data_type()) {
+                        (DataType::FixedSizeList(x, _), DataType::FixedSizeList(y, _)) => {
+                            x.data_type() == y.data_type()
+                        }
+                        (x, y) => x == y,
+                    }
+            });
+        if !same {
+            return Err(Error::Config(format!(
+                "{shown}: the table exists with other columns ({}) than this job writes ({}); write another table",
+                list(&theirs),
+                list(&self.schema)
+            )));
+        }
+        if let Some(DataType::FixedSizeList(_, n)) = theirs.fields().last().map(|f| f.data_type()) {
+            if *n as usize != dim {
+                return Err(Error::Config(format!(
+                    "{shown}: the table's vectors have {n} dimensions, this job's {dim}; write another table"
+                )));
+            }
+        }
+        let recorded: Option<serde_json::Value> =
+            theirs.metadata().get(RECORD).and_then(|r| serde_json::from_str(r).ok());
+        let field = |k: &str| recorded.as_ref().and_then(|r| r[k].as_str().map(str::to_string));
+        super::check_recorded(
+            &shown,
+            "table",
+            field("model").as_deref(),
+            field("vectors").as_deref(),
+            &self.opts,
+        )
+    }
+
+    fn read_progress(&mut self) -> Result<()> {
+        let manifest = self.rt.block_on(self.native()?.manifest()).map_err(self.fail())?;
+        let Some(p) = manifest.config.get(&self.key) else { return Ok(()) };
+        let p: serde_json::Value = serde_json::from_str(p).unwrap_or_default();
+        if p["complete"].as_bool().unwrap_or(false) {
+            // A finished run: a new run of the same job starts over (its upserts change nothing).
+            self.complete = self.opts.resume;
+        } else if !self.opts.resume {
+            return Err(Error::Config(format!(
+                "{}: an interrupted run of this job wrote part of the table: resume it (the same job with {}), or run it afresh after removing its key {} from the table's config",
+                self.target.shown(),
+                crate::error::named("resume"),
+                self.key
+            )));
+        }
+        if self.opts.resume {
+            self.committed = serde_json::from_value(p["totals"].clone()).unwrap_or_default();
+        }
+        Ok(())
+    }
+
+    fn progress(&self, totals: &Totals, complete: bool) -> Result<()> {
+        let p = serde_json::json!({"totals": totals, "complete": complete}).to_string();
+        self.rt.block_on(self.native()?.update_config([(self.key.clone(), p)])).map_err(self.fail())
+    }
+
+    /// A batch's rows as one record batch; a chunk met twice in the batch (a repeated
+    /// document) once, as the upsert would keep it.
+    fn batch(&self, rows: &Rows) -> Result<RecordBatch> {
+        let mut seen = std::collections::HashSet::new();
+        let rows: Vec<&super::Row> = rows.rows.iter().filter(|r| seen.insert(r.id.as_str())).collect();
+        let text = |f: &dyn Fn(&super::Row) -> &str| -> ArrayRef {
+            Arc::new(rows.iter().map(|r| Some(f(r))).collect::<StringArray>())
+        };
+        let mut cols: Vec<ArrayRef> = vec![
+            text(&|r| &r.id),
+            text(&|r| &r.doc_id),
+            Arc::new(rows.iter().map(|r| i64::from(r.index)).collect::<Int64Array>()),
+            Arc::new(rows.iter().map(|r| r.start).collect::<Int64Array>()),
+            Arc::new(rows.iter().map(|r| r.end).collect::<Int64Array>()),
+            text(&|r| &r.text),
+            Arc::new(rows.iter().map(|r| i64::from(r.tokens)).collect::<Int64Array>()),
+            text(&|r| &r.context),
+        ];
+        let meta = self.schema.fields().len() - cols.len() - 1;
+        for i in 0..meta {
+            cols.push(Arc::new(rows.iter().map(|r| r.meta[i].as_deref()).collect::<StringArray>()));
+        }
+        let DataType::FixedSizeList(item, dim) =
+            self.schema.fields().last().map_or(&DataType::Null, |f| f.data_type())
+        else {
+            return Err(Error::Internal("a LanceDB table without its vector column".into()));
+        };
+        let values = Float32Array::from_iter_values(rows.iter().flat_map(|r| r.embedding.iter().copied()));
+        let vectors = FixedSizeListArray::try_new(item.clone(), *dim, Arc::new(values), None)
+            .map_err(|e| Error::Internal(format!("a batch's vectors: {e}")))?;
+        cols.push(Arc::new(vectors));
+        RecordBatch::try_new(self.schema.clone(), cols)
+            .map_err(|e| Error::Internal(format!("a batch's rows: {e}")))
+    }
+}
+
+impl DbWriter for LanceWriter {
+    fn committed(&self) -> &Totals {
+        &self.committed
+    }
+
+    fn complete(&self) -> bool {
+        self.complete
+    }
+
+    fn commit(&mut self, rows: &Rows, totals: &Totals) -> Result<()> {
+        let replace = self.opts.replace && !rows.docs.is_empty();
+        if !rows.rows.is_empty() || replace {
+            let batch = self.batch(rows)?;
+            let mut merge = self.table.merge_insert(&["id"]);
+            merge.when_matched_update_all(None).when_not_matched_insert_all();
+            if replace {
+                let docs: Vec<String> =
+                    rows.docs.iter().map(|d| format!("'{}'", d.replace('\'', "''"))).collect();
+                merge.when_not_matched_by_source_delete(Some(format!("doc_id IN ({})", docs.join(", "))));
+            }
+            let data = RecordBatchIterator::new([Ok(batch)], self.schema.clone());
+            self.rt.block_on(merge.execute(Box::new(data))).map_err(self.fail())?;
+        }
+        self.progress(totals, false)
+    }
+
+    fn finish(&mut self, totals: &Totals) -> Result<()> {
+        if self.opts.index {
+            use lancedb::index::vector::IvfHnswSqIndexBuilder;
+            let index = lancedb::index::Index::IvfHnswSq(
+                IvfHnswSqIndexBuilder::default().distance_type(lancedb::DistanceType::Cosine),
+            );
+            let build = self.table.create_index(&["embedding"], index).replace(true);
+            self.rt.block_on(build.execute()).map_err(self.fail())?;
+        }
+        self.progress(totals, true)
+    }
+}
+
+/// The table's columns: the chunk row's, then the metadata fields (nullable text), then the
+/// vector; the types of seamcut's Parquet and Arrow outputs (`crate::output::arrow`), so a table
+/// also takes rows from `chunk_table` with an `id` added.
+fn schema(columns: &Columns, dim: usize) -> Schema {
+    let mut fields = vec![
+        Field::new("id", DataType::Utf8, false),
+        Field::new("doc_id", DataType::Utf8, false),
+        Field::new("index", DataType::Int64, false),
+        Field::new("start", DataType::Int64, false),
+        Field::new("end", DataType::Int64, false),
+        Field::new("text", DataType::Utf8, false),
+        Field::new("tokens", DataType::Int64, false),
+        Field::new("context", DataType::Utf8, false),
+    ];
+    fields.extend(columns.meta_fields.iter().map(|f| Field::new(f, DataType::Utf8, true)));
+    let item = Arc::new(Field::new("item", DataType::Float32, false));
+    let dim = i32::try_from(dim).unwrap_or(i32::MAX);
+    fields.push(Field::new("embedding", DataType::FixedSizeList(item, dim), false));
+    Schema::new(fields)
+}
+
+/// LanceDB's error on one line.
+fn one_line(e: &lancedb::Error) -> String {
+    e.to_string().replace(['\n', '\r'], " ")
+}
