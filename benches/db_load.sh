@@ -46,7 +46,7 @@ pg_run() { # NAME
   "$bin" "${job[@]}" -o "$url?table=bench" 2>"$work/pg.log"
   t1=$(date +%s.%N)
   rows=$(psql -At -c "SELECT count(*) FROM bench")
-  echo "{\"round\": $r, \"run\": \"$1\", \"seconds\": $(echo "$t1 - $t0" | bc), \"write_busy\": $(busy_write "$work/pg.log"), \"database_busy\": $(busy_db "$work/pg.log"), \"rows\": $rows}"
+  echo "{\"round\": $r, \"run\": \"$1\", \"seconds\": $(echo "$t1 - $t0" | bc | sed "s/^\./0./"), \"write_busy\": $(busy_write "$work/pg.log"), \"database_busy\": $(busy_db "$work/pg.log"), \"rows\": $rows}"
 }
 for r in $(seq 1 "$rounds"); do
   # parquet
@@ -54,7 +54,7 @@ for r in $(seq 1 "$rounds"); do
   t0=$(date +%s.%N)
   "$bin" "${job[@]}" -o "$work/x.parquet" 2>"$work/parquet.log"
   t1=$(date +%s.%N)
-  echo "{\"round\": $r, \"run\": \"parquet\", \"seconds\": $(echo "$t1 - $t0" | bc), \"write_busy\": $(busy_write "$work/parquet.log")}"
+  echo "{\"round\": $r, \"run\": \"parquet\", \"seconds\": $(echo "$t1 - $t0" | bc | sed "s/^\./0./"), \"write_busy\": $(busy_write "$work/parquet.log")}"
   # pg, into a fresh table
   psql -c "DROP TABLE IF EXISTS bench" -c "DELETE FROM seamcut_jobs WHERE tbl = 'bench'" 2>/dev/null ||
     psql -c "DROP TABLE IF EXISTS bench"
@@ -66,20 +66,20 @@ for r in $(seq 1 "$rounds"); do
   t0=$(date +%s.%N)
   psql -c "\\copy bench_copy FROM '$work/rows.bin' WITH (FORMAT binary)"
   t1=$(date +%s.%N)
-  echo "{\"round\": $r, \"run\": \"copy\", \"seconds\": $(echo "$t1 - $t0" | bc), \"rows\": $rows, \"bytes\": $(stat -c %s "$work/rows.bin")}"
+  echo "{\"round\": $r, \"run\": \"copy\", \"seconds\": $(echo "$t1 - $t0" | bc | sed "s/^\./0./"), \"rows\": $rows, \"bytes\": $(stat -c %s "$work/rows.bin")}"
   # Chroma, into a fresh collection (deleted over its HTTP API first)
   curl -sf -X DELETE "${chroma/chroma+http/http}/api/v2/tenants/default_tenant/databases/default_database/collections/bench" >/dev/null || true
   t0=$(date +%s.%N)
   "$bin" "${job[@]}" -o "$chroma/bench" 2>"$work/chroma.log"
   t1=$(date +%s.%N)
-  echo "{\"round\": $r, \"run\": \"chroma\", \"seconds\": $(echo "$t1 - $t0" | bc), \"write_busy\": $(busy_write "$work/chroma.log"), \"database_busy\": $(busy_db "$work/chroma.log"), \"rows\": $rows}"
+  echo "{\"round\": $r, \"run\": \"chroma\", \"seconds\": $(echo "$t1 - $t0" | bc | sed "s/^\./0./"), \"write_busy\": $(busy_write "$work/chroma.log"), \"database_busy\": $(busy_db "$work/chroma.log"), \"rows\": $rows}"
   if [ "${SEAMCUT_LANCE:-0}" = 1 ]; then
     rm -rf "$work/lance"
     for run in lance lance-rerun; do
       t0=$(date +%s.%N)
       "$bin" "${job[@]}" -o "$work/lance/bench.lance" 2>"$work/lance.log"
       t1=$(date +%s.%N)
-      echo "{\"round\": $r, \"run\": \"$run\", \"seconds\": $(echo "$t1 - $t0" | bc), \"write_busy\": $(busy_write "$work/lance.log"), \"database_busy\": $(busy_db "$work/lance.log"), \"bytes_on_disk\": $(du -sb "$work/lance" | cut -f1)}"
+      echo "{\"round\": $r, \"run\": \"$run\", \"seconds\": $(echo "$t1 - $t0" | bc | sed "s/^\./0./"), \"write_busy\": $(busy_write "$work/lance.log"), \"database_busy\": $(busy_db "$work/lance.log"), \"bytes_on_disk\": $(du -sb "$work/lance" | cut -f1)}"
     done
   fi
 done
