@@ -354,10 +354,8 @@ impl DbWriter for ChromaWriter {
     }
 
     fn commit(&mut self, rows: &Rows, totals: &Totals) -> Result<()> {
-        // One record per id: a corpus that repeats a chunk (the same document twice) has it
-        // twice in a batch, and Chroma refuses a request with an id twice.
-        let mut seen = std::collections::HashSet::new();
-        let unique: Vec<&super::Row> = rows.rows.iter().filter(|r| seen.insert(r.id.as_str())).collect();
+        // One record per id: Chroma refuses a request with an id twice.
+        let unique = rows.unique();
         let mut rest = &unique[..];
         while !rest.is_empty() {
             let n = request_rows(rest, self.max_batch, self.base64);

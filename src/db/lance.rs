@@ -40,22 +40,16 @@ pub struct LanceTarget {
 }
 
 impl LanceTarget {
-    /// `DIR/NAME.lance`, or `None` when `output` does not name a `.lance` table.
+    /// `DIR/NAME.lance` (a path [`super::DbTarget::parse`] found to end in `.lance`).
     #[must_use]
-    pub fn parse(output: &str) -> Option<Result<Self>> {
+    pub fn new(output: &str) -> Self {
         let path = Path::new(output);
-        if path.extension().and_then(|e| e.to_str()) != Some("lance") {
-            return None;
-        }
-        let table = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_string();
+        let table = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         let dir = match path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        if table.is_empty() {
-            return Some(Err(Error::Config(format!("{output}: name the table: DIR/NAME.lance"))));
-        }
-        Some(Ok(Self { dir, table }))
+        Self { dir, table }
     }
 
     /// The output as given.
@@ -221,11 +215,10 @@ impl LanceWriter {
         self.rt.block_on(self.native()?.update_config([(self.key.clone(), p)])).map_err(self.fail())
     }
 
-    /// A batch's rows as one record batch; a chunk met twice in the batch (a repeated
-    /// document) once, as the upsert would keep it.
+    /// A batch's rows as one record batch, each id once (`merge_insert` would insert a new id
+    /// twice).
     fn batch(&self, rows: &Rows) -> Result<RecordBatch> {
-        let mut seen = std::collections::HashSet::new();
-        let rows: Vec<&super::Row> = rows.rows.iter().filter(|r| seen.insert(r.id.as_str())).collect();
+        let rows = rows.unique();
         let text = |f: &dyn Fn(&super::Row) -> &str| -> ArrayRef {
             Arc::new(rows.iter().map(|r| Some(f(r))).collect::<StringArray>())
         };

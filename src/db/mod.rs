@@ -86,7 +86,7 @@ impl DbTarget {
     pub fn parse(output: &str) -> Option<Result<Self>> {
         if std::path::Path::new(output).extension().is_some_and(|e| e == "lance") && !output.contains("://") {
             #[cfg(feature = "lancedb")]
-            return lance::LanceTarget::parse(output).map(|t| t.map(Self::Lance));
+            return Some(Ok(Self::Lance(lance::LanceTarget::new(output))));
             #[cfg(not(feature = "lancedb"))]
             return Some(Err(Error::Config(format!(
                 "{output}: this seamcut was built without LanceDB (build it with `--features lancedb`)"
@@ -332,6 +332,14 @@ impl Rows {
     #[must_use]
     pub fn new(columns: Columns) -> Self {
         Self { columns, ..Self::default() }
+    }
+
+    /// The rows, each id once (its first row): a corpus that repeats a chunk (the same
+    /// document twice) has it twice in a batch, which an upsert request cannot take.
+    #[must_use]
+    pub fn unique(&self) -> Vec<&Row> {
+        let mut seen = std::collections::HashSet::new();
+        self.rows.iter().filter(|r| seen.insert(r.id.as_str())).collect()
     }
 }
 

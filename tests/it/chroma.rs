@@ -8,7 +8,7 @@ use std::process::Output;
 
 use serde_json::{json, Value};
 
-use super::db_jobs::{corpus, killed_after_progress, one_line, seamcut, stderr};
+use super::db_jobs::{corpus, killed_rounds, one_line, seamcut, stderr};
 
 fn base() -> String {
     std::env::var("SEAMCUT_TEST_CHROMA").unwrap_or_else(|_| {
@@ -152,16 +152,7 @@ fn chroma_kill_9_then_resume_gives_the_uninterrupted_collection() {
             v["ids"].as_array().map_or(0, |a| a.len() as u64)
         })
     };
-    let mut interrupted = 0;
-    for round in 0..3 {
-        let mut a = args.clone();
-        if round > 0 {
-            a.push("--resume");
-        }
-        if killed_after_progress(&a, progress) {
-            interrupted += 1;
-        }
-    }
+    let interrupted = killed_rounds(&args, 3, progress);
     assert!(interrupted >= 1, "no kill landed mid-job");
     let mut a = args.clone();
     a.push("--resume");

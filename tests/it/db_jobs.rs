@@ -68,3 +68,17 @@ pub fn killed_after_progress(args: &[&str], progress: impl Fn() -> u64) -> bool 
     }
     !child.wait().unwrap().success()
 }
+
+/// Run `seamcut ARGS` `rounds` times, each killed as [`killed_after_progress`] kills it, every
+/// round after the first with `--resume`; how many were stopped before they finished.
+pub fn killed_rounds(args: &[&str], rounds: usize, progress: impl Fn() -> u64) -> usize {
+    (0..rounds)
+        .filter(|&round| {
+            let mut a = args.to_vec();
+            if round > 0 {
+                a.push("--resume");
+            }
+            killed_after_progress(&a, &progress)
+        })
+        .count()
+}

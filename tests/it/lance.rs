@@ -12,7 +12,7 @@ use lancedb::arrow::arrow_array::{
 use lancedb::arrow::arrow_schema::{DataType, Field, Schema};
 use lancedb::query::ExecutableQuery;
 
-use super::db_jobs::{corpus, killed_after_progress, one_line, seamcut, stderr};
+use super::db_jobs::{corpus, killed_rounds, one_line, seamcut, stderr};
 
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
@@ -152,16 +152,7 @@ fn lancedb_kill_9_then_resume_gives_the_uninterrupted_table() {
     let progress = || -> u64 {
         table(&db, "killed").map_or(0, |t| rt().block_on(t.count_rows(None)).unwrap_or(0) as u64)
     };
-    let mut interrupted = 0;
-    for round in 0..3 {
-        let mut a = args.clone();
-        if round > 0 {
-            a.push("--resume");
-        }
-        if killed_after_progress(&a, progress) {
-            interrupted += 1;
-        }
-    }
+    let interrupted = killed_rounds(&args, 3, progress);
     assert!(interrupted >= 1, "no kill landed mid-job");
     // An interrupted run is not started over by accident.
     let e = one_line(&seamcut(&args));
