@@ -438,6 +438,7 @@ impl CorpusJob {
 
     /// How the job makes its vectors besides the model (a database records it: vectors made
     /// another way are not comparable with them). Each setting only where it changes them.
+    #[cfg(feature = "db")]
     fn vectors(&self, chunker: &dyn Chunker, opts: &JobOptions) -> String {
         let mode = opts.embeddings.map(|m| m.resolve(chunker.unit_model().is_some()));
         let reembeds = matches!(mode, Some(EmbeddingMode::Reembed | EmbeddingMode::Blend));
