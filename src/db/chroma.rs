@@ -125,7 +125,7 @@ impl ChromaWriter {
         let token = std::env::var(opts.password_env.as_deref().unwrap_or("CHROMA_API_KEY"))
             .ok()
             .filter(|t| !t.is_empty());
-        let key = format!("seamcut_job_{}", &super::chunk_id(job, 0, 0, "")[..16]);
+        let key = format!("seamcut_job_{}", &crate::chunk::chunk_id(job, 0, 0, "")[..16]);
         let mut w = Self {
             target: target.clone(),
             agent,

@@ -116,7 +116,7 @@ impl LanceWriter {
                 Err(e) => Err(fail(e)),
             }
         })?;
-        let key = format!("seamcut.job.{}", &super::chunk_id(job, 0, 0, "")[..16]);
+        let key = format!("seamcut.job.{}", &crate::chunk::chunk_id(job, 0, 0, "")[..16]);
         let mut w = Self {
             rt,
             table,

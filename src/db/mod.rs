@@ -12,7 +12,7 @@
 //! ids, contexts and vectors), one batch in flight at most.
 //!
 //! What makes a rerun safe: a chunk's id comes from the chunk (its document id, offsets and
-//! text), never from its place in a batch ([`chunk_id`]), so writes are upserts and a second
+//! text), never from its place in a batch ([`crate::chunk::chunk_id`]), so writes are upserts and a second
 //! run of the same job leaves the same rows; the job's progress (items consumed, totals) is
 //! a row of the same database written in the batch's own transaction, so after a kill the
 //! table and the progress agree and `--resume` goes on from there. The vectors are the job's
@@ -23,7 +23,7 @@ pub mod chroma;
 pub mod lance;
 pub mod postgres;
 
-use crate::chunk::ChunkSpan;
+use crate::chunk::{chunk_id, ChunkSpan};
 use crate::corpus::Document;
 use crate::output::{ChunkSink, Columns};
 use crate::{Error, Result};
@@ -286,22 +286,6 @@ pub fn check_recorded(
     }
 }
 
-/// A chunk's id, the same on every run for the same chunk: the first 128 bits of SHA-256 of
-/// its document's id, its byte offsets and the SHA-256 of its text, in hex. Never its position
-/// in a batch, so that a rerun upserts the rows it wrote before.
-#[must_use]
-pub fn chunk_id(doc_id: &str, start: usize, end: usize, text: &str) -> String {
-    use sha2::{Digest, Sha256};
-    let text_hash = Sha256::digest(text.as_bytes());
-    let mut h = Sha256::new();
-    h.update((doc_id.len() as u64).to_le_bytes());
-    h.update(doc_id.as_bytes());
-    h.update((start as u64).to_le_bytes());
-    h.update((end as u64).to_le_bytes());
-    h.update(text_hash);
-    h.finalize().iter().take(16).map(|b| format!("{b:02x}")).collect()
-}
-
 /// One chunk as a database row.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
@@ -395,27 +379,6 @@ pub fn unstorable(doc: &Document) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ids_come_from_the_chunk_and_nothing_else() {
-        let a = chunk_id("doc", 0, 5, "Hello");
-        assert_eq!(a, chunk_id("doc", 0, 5, "Hello"));
-        assert_eq!(a.len(), 32);
-        for other in [
-            chunk_id("doc2", 0, 5, "Hello"),
-            chunk_id("doc", 1, 5, "Hello"),
-            chunk_id("doc", 0, 6, "Hello"),
-            chunk_id("doc", 0, 5, "Hellp"),
-            // The id's length is in the hash: ("ab", "c…") and ("a", "bc…") differ.
-            chunk_id("d", 0, 5, "Hello"),
-        ] {
-            assert_ne!(a, other);
-        }
-        // Fixed: the same chunk has this id in every version (rows written before an upgrade
-        // are upserted, not duplicated). Python's hashlib gives the same: sha256(u64le(3) +
-        // b"doc" + u64le(0) + u64le(5) + sha256(b"Hello")), its first 16 bytes.
-        assert_eq!(a, "6dd22377facb28c0cdf748fd4b9be479");
-    }
 
     #[test]
     fn a_model_is_known_by_its_weights_not_by_the_path_that_named_it() {

@@ -17,13 +17,14 @@ use crate::{Error, Result};
 /// given ([`super::parquet`]), so that batches (and files) depend only on the chunks.
 pub const BATCH_ROWS: usize = 4096;
 
-/// The schema of a chunk table: `doc_id, index, start, end, text, tokens, sentences, context`,
+/// The schema of a chunk table: `id, doc_id, index, start, end, text, tokens, sentences, context`,
 /// `window_start, window_end, window_text` with windows, the metadata fields (strings; JSON
 /// text for non-string values), and `embedding` (a fixed-size list of float32) when `dim` is
 /// given.
 #[must_use]
 pub fn schema(columns: &Columns) -> SchemaRef {
     let mut fields = vec![
+        Field::new("id", DataType::Utf8, false),
         Field::new("doc_id", DataType::Utf8, false),
         Field::new("index", DataType::Int64, false),
         Field::new("start", DataType::Int64, false),
@@ -55,6 +56,7 @@ pub struct BatchBuilder {
     schema: SchemaRef,
     dim: Option<usize>,
     rows: usize,
+    id: StringBuilder,
     doc_id: StringBuilder,
     ints: [Int64Builder; 5],
     text: StringBuilder,
@@ -73,6 +75,7 @@ impl BatchBuilder {
             schema: schema(columns),
             dim,
             rows: 0,
+            id: StringBuilder::new(),
             doc_id: StringBuilder::new(),
             ints: Default::default(),
             text: StringBuilder::new(),
@@ -110,11 +113,13 @@ impl BatchBuilder {
             b.values().append_slice(e);
             b.append(true);
         }
+        let text = &doc.text[c.start..c.end];
+        self.id.append_value(crate::chunk::chunk_id(&doc.id, c.start, c.end, text));
         self.doc_id.append_value(&doc.id);
         for (b, v) in self.ints.iter_mut().zip([index, c.start, c.end, c.tokens, c.sentences]) {
             b.append_value(v as i64);
         }
-        self.text.append_value(&doc.text[c.start..c.end]);
+        self.text.append_value(text);
         self.context.append_value(context);
         if let Some((start, end, text)) = &mut self.windows {
             let w = c.window_span();
@@ -160,7 +165,7 @@ impl BatchBuilder {
         if self.rows == 0 {
             return Ok(None);
         }
-        let mut cols: Vec<ArrayRef> = vec![Arc::new(self.doc_id.finish())];
+        let mut cols: Vec<ArrayRef> = vec![Arc::new(self.id.finish()), Arc::new(self.doc_id.finish())];
         let [index, start, end, tokens, sentences] = &mut self.ints;
         cols.push(Arc::new(index.finish()));
         cols.push(Arc::new(start.finish()));

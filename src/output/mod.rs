@@ -26,8 +26,10 @@ pub use jsonl::JsonlSink;
 pub use parquet::ParquetSink;
 
 /// The fields of every chunk record, in order (JSONL keys, Parquet columns).
-pub const CHUNK_FIELDS: [&str; 8] =
-    ["doc_id", "index", "start", "end", "text", "tokens", "sentences", "context"];
+/// `id` is [`crate::chunk::chunk_id`]: the same on every run for the same chunk, so a loader
+/// can upsert by it.
+pub const CHUNK_FIELDS: [&str; 9] =
+    ["id", "doc_id", "index", "start", "end", "text", "tokens", "sentences", "context"];
 
 /// The fields a chunk record adds when its chunks have windows (`overlap`), after `context`.
 pub const WINDOW_FIELDS: [&str; 3] = ["window_start", "window_end", "window_text"];
@@ -133,12 +135,14 @@ pub struct ChunkRecord<'a> {
 impl Serialize for ChunkRecord<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         let c = self.span;
+        let text = &self.doc.text[c.start..c.end];
         let mut m = s.serialize_map(Some(CHUNK_FIELDS.len() + self.meta_fields.len()))?;
+        m.serialize_entry("id", &crate::chunk::chunk_id(&self.doc.id, c.start, c.end, text))?;
         m.serialize_entry("doc_id", &self.doc.id)?;
         m.serialize_entry("index", &self.index)?;
         m.serialize_entry("start", &c.start)?;
         m.serialize_entry("end", &c.end)?;
-        m.serialize_entry("text", &self.doc.text[c.start..c.end])?;
+        m.serialize_entry("text", text)?;
         m.serialize_entry("tokens", &c.tokens)?;
         m.serialize_entry("sentences", &c.sentences)?;
         m.serialize_entry("context", self.context)?;

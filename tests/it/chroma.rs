@@ -104,7 +104,9 @@ fn chroma_reruns_replace_and_the_vectors_of_the_npy() {
     assert_eq!(v["ids"].as_array().unwrap().len(), rows);
     for i in 0..rows {
         let m = &v["metadatas"][i];
-        let k = records.iter().position(|r| r["doc_id"] == m["doc_id"] && r["index"] == m["index"]).unwrap();
+        // The file's records carry the collection's ids.
+        let k = records.iter().position(|r| r["id"] == v["ids"][i]).unwrap();
+        assert_eq!((&records[k]["doc_id"], &records[k]["index"]), (&m["doc_id"], &m["index"]));
         assert_eq!(records[k]["text"], v["documents"][i]);
         assert_eq!(m["lang"], "en");
         let got: Vec<f32> =

@@ -109,14 +109,17 @@ fn lancedb_reruns_replace_the_npy_and_the_index() {
         rt().block_on(async { t.query().execute().await.unwrap().try_collect().await.unwrap() });
     let mut stored = 0;
     for b in &batches {
+        let id = b.column_by_name("id").unwrap().as_any().downcast_ref::<StringArray>().unwrap();
         let doc = b.column_by_name("doc_id").unwrap().as_any().downcast_ref::<StringArray>().unwrap();
         let index = b.column_by_name("index").unwrap().as_any().downcast_ref::<Int64Array>().unwrap();
         let v = b.column_by_name("embedding").unwrap().as_any().downcast_ref::<FixedSizeListArray>().unwrap();
         for r in 0..b.num_rows() {
-            let k = records
-                .iter()
-                .position(|x| x["doc_id"] == doc.value(r) && x["index"] == index.value(r))
-                .unwrap();
+            // The file's records carry the table's ids.
+            let k = records.iter().position(|x| x["id"] == id.value(r)).unwrap();
+            assert_eq!(
+                (&records[k]["doc_id"], &records[k]["index"]),
+                (&doc.value(r).into(), &index.value(r).into())
+            );
             assert_eq!(vector(v, r), &npy[k * dim..(k + 1) * dim], "{} {}", doc.value(r), index.value(r));
             stored += 1;
         }

@@ -142,12 +142,15 @@ fn the_same_job_twice_gives_the_same_table_and_the_vectors_of_the_npy() {
     let records: Vec<serde_json::Value> =
         std::fs::read_to_string(&out).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(records.len(), rows);
-    let stored = c.query(&format!("SELECT doc_id, index, text, embedding FROM \"{table}\""), &[]).unwrap();
+    let stored =
+        c.query(&format!("SELECT id, doc_id, index, text, embedding FROM \"{table}\""), &[]).unwrap();
     assert_eq!(stored.len(), rows);
     for r in stored {
-        let (doc, index, text): (String, i32, String) = (r.get(0), r.get(1), r.get(2));
-        let v: pgvector::Vector = r.get(3);
-        let k = records.iter().position(|x| x["doc_id"] == doc && x["index"] == index).unwrap();
+        let (id, doc, index, text): (String, String, i32, String) = (r.get(0), r.get(1), r.get(2), r.get(3));
+        let v: pgvector::Vector = r.get(4);
+        // The file's records carry the table's ids: a loader of its own upserts the same rows.
+        let k = records.iter().position(|x| x["id"] == id).unwrap();
+        assert_eq!((&records[k]["doc_id"], &records[k]["index"]), (&doc.as_str().into(), &index.into()));
         assert_eq!(records[k]["text"], text);
         assert_eq!(v.as_slice(), &npy[k * dim..(k + 1) * dim], "{doc} {index}");
     }

@@ -251,12 +251,23 @@ def test_arrow_round_trip_equals_the_cli_parquet(docs):
         got = seamcut.Chunker(name).chunk_table(table, meta_columns=["lang"], embeddings=embeddings or False)
         assert got.schema == want.schema, (name, got.schema, want.schema)
         assert got.equals(want), name
+        rows = got.select(["doc_id", "start", "end", "text"]).to_pylist()
+        assert got["id"].to_pylist() == [seamcut.chunk_id(r["doc_id"], r["start"], r["end"], r["text"]) for r in rows]
         # A record batch goes in too, and an empty table gives an empty table of the schema.
         batch = table.to_batches()[0]
         assert seamcut.Chunker(name).chunk_table(batch, meta_columns=["lang"],
                                                  embeddings=embeddings or False).equals(want)
     empty = seamcut.chunk_table(pa.table({"id": pa.array([], pa.string()), "text": pa.array([], pa.string())}))
-    assert empty.num_rows == 0 and empty.schema.names[:8] == ["doc_id", "index", "start", "end", "text", "tokens", "sentences", "context"]
+    assert empty.num_rows == 0 and empty.schema.names[:9] == ["id", "doc_id", "index", "start", "end", "text", "tokens", "sentences", "context"]
+
+
+def test_chunk_ids_are_the_documented_hash_and_bad_arguments_raise():
+    assert seamcut.chunk_id("doc", 0, 5, "Hello") == "6dd22377facb28c0cdf748fd4b9be479"  # as in src/chunk.rs
+    assert seamcut.chunk_id("doc", 0, 5, "Hello") != seamcut.chunk_id("doc", 1, 5, "Hello")
+    with pytest.raises(ValueError, match="start_byte <= end_byte"):
+        seamcut.chunk_id("doc", 5, 0, "Hello")
+    with pytest.raises(TypeError, match="doc_id must be a str"):
+        seamcut.chunk_id(3, 0, 5, "Hello")
 
 
 def test_bad_rows_are_skipped_with_a_warning_or_raise():
@@ -281,7 +292,7 @@ def test_bad_rows_are_skipped_with_a_warning_or_raise():
     # overlap: window columns in the table, and reembed embeds each window's text.
     win = seamcut.Chunker("sentence", max_tokens=8, overlap=3).chunk_table(
         pa.table({"id": ["m"], "text": [MIXED]}), embeddings="reembed")
-    assert win.column_names[8:11] == ["window_start", "window_end", "window_text"]
+    assert win.column_names[9:12] == ["window_start", "window_end", "window_text"]
     np.testing.assert_allclose(np.stack(win["embedding"].to_numpy(zero_copy_only=False)),
                                seamcut.embed(win["window_text"].to_pylist()), atol=1e-6)
     assert any(w != t for w, t in zip(win["window_text"].to_pylist(), win["text"].to_pylist()))

@@ -57,6 +57,29 @@ def test_langchain_splitter_gives_seamcuts_chunks_with_exact_start_indices():
     ]
 
 
+def test_langchain_chunks_of_a_document_with_an_id_carry_seamcuts_stable_ids():
+    import pyarrow as pa
+    from langchain_core.documents import Document
+
+    from seamcut.integrations.langchain import SeamcutTextSplitter
+
+    splitter = SeamcutTextSplitter("maxmin", chunk_size=24)
+    docs = [Document(page_content=MIXED, id="doc-a"), Document(page_content=PROSE)]
+    split = splitter.split_documents(docs)
+    # The ids of the chunk table's rows (and so of the CLI's records and a database's rows)
+    # for the same document id; none for a document without one.
+    table = seamcut.Chunker("maxmin", max_tokens=24).chunk_table(pa.table({"id": ["doc-a"], "text": [MIXED]}))
+    assert [d.id for d in split if d.id is not None] == table["id"].to_pylist()
+    assert sum(d.id is None for d in split) == len(splitter.split_text(PROSE)) > 0
+    # The same on every run; an edited document's changed chunks get new ids, its others keep
+    # theirs.
+    assert [d.id for d in splitter.split_documents(docs)] == [d.id for d in split]
+    edited = splitter.split_documents([Document(page_content=MIXED + "A new closing line.", id="doc-a")])
+    old = {d.id for d in split if d.id}
+    assert 0 < len(old & {d.id for d in edited}) < len(edited)
+    assert len({d.id for d in split if d.id}) == len(table)
+
+
 def test_langchain_splitter_takes_a_chunker_or_its_parameters():
     from seamcut.integrations.langchain import SeamcutTextSplitter
 

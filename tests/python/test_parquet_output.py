@@ -2,8 +2,10 @@
 the documents, carried metadata, and embeddings that equal `seamcut embed` of the chunk texts
 (reembed) or the normalised mean of the unit vectors (mean, checked through `seamcut embed`
 of the units that `seamcut chunk` reports)."""
+import hashlib
 import json
 import os
+import struct
 import subprocess
 import tempfile
 
@@ -12,6 +14,16 @@ import pyarrow.parquet as pq
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BIN = os.environ.get("SEAMCUT_BIN", os.path.join(ROOT, "target", "debug", "seamcut"))
+
+
+def chunk_id(doc_id, start, end, text):
+    """The id every seamcut chunk record and database row carries, as documented: the first
+    16 bytes of SHA-256 over the document id's length and bytes, the offsets and the text's
+    SHA-256, in hex. A loader can recompute it."""
+    d = doc_id.encode()
+    h = hashlib.sha256(struct.pack("<Q", len(d)) + d + struct.pack("<QQ", start, end)
+                       + hashlib.sha256(text.encode()).digest())
+    return h.hexdigest()[:32]
 
 
 def run(*args):
@@ -45,7 +57,7 @@ def test_parquet_schema_offsets_metadata_and_reembed():
         run("chunk", path, "--chunker", "recursive", "--max-tokens", "64", "--meta-field", "lang",
             "--embeddings", "reembed", "-o", out, "-q")
         t = pq.read_table(out)
-        assert t.column_names == ["doc_id", "index", "start", "end", "text", "tokens", "sentences", "context", "lang", "embedding"]
+        assert t.column_names == ["id", "doc_id", "index", "start", "end", "text", "tokens", "sentences", "context", "lang", "embedding"]
         rows = t.to_pylist()
         assert len(rows) > 20
         for r in rows:
@@ -53,6 +65,7 @@ def test_parquet_schema_offsets_metadata_and_reembed():
             assert b[r["start"]:r["end"]].decode() == r["text"]
             assert r["tokens"] <= 64
             assert r["lang"] == ("en" if int(r["doc_id"][1:]) % 2 else "xx")
+            assert r["id"] == chunk_id(r["doc_id"], r["start"], r["end"], r["text"])
         emb = np.array([r["embedding"] for r in rows], dtype=np.float32)
         # Newlines do not change WordPiece tokens, so the chunk texts embed alike on one line.
         want = embed(d, [r["text"] for r in rows])

@@ -31,7 +31,7 @@ def small_corpus(path):
 
 
 def rows(table):
-    cols = ["doc_id", "index", "start", "end", "text", "tokens", "sentences"]
+    cols = ["id", "doc_id", "index", "start", "end", "text", "tokens", "sentences"]
     d = table.select(cols).to_pydict()
     return sorted(zip(*(d[c] for c in cols)))
 

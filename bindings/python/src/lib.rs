@@ -376,6 +376,13 @@ fn chunkers() -> Vec<(&'static str, &'static str)> {
         .collect()
 }
 
+/// A chunk's stable id (the library's `chunk::chunk_id`): what every record and database
+/// row of seamcut carries.
+#[pyfunction]
+fn chunk_id(doc_id: &str, start: usize, end: usize, text: &str) -> String {
+    seamcut::chunk::chunk_id(doc_id, start, end, text)
+}
+
 /// Use `n` threads for seamcut's CPU work in this process (0: one per core). Call it before
 /// any chunking: the pool is set up once.
 #[pyfunction]
@@ -390,6 +397,7 @@ fn _seamcut(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(embed, m)?)?;
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(chunkers, m)?)?;
+    m.add_function(wrap_pyfunction!(chunk_id, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

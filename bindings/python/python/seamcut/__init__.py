@@ -47,6 +47,7 @@ __all__ = [
     "ParagraphChunker",
     "LumberChunker",
     "LumberGuidedChunker",
+    "chunk_id",
     "chunk_table",
     "embed",
     "set_num_threads",
@@ -221,9 +222,13 @@ class Chunker:
     ):
         """Chunk the rows of an Arrow table (or record batch, or any object with
         ``__arrow_c_stream__``) and return the chunks as a ``pyarrow.Table`` with the CLI's
-        Parquet schema: ``doc_id, index, start, end, text, tokens, sentences, context``, the
+        Parquet schema: ``id, doc_id, index, start, end, text, tokens, sentences, context``, the
         ``meta_columns`` (as strings), and ``embedding`` (fixed-size list of float32) when
-        asked. ``start``/``end`` are UTF-8 byte offsets, as in the CLI's files.
+        asked. ``start``/``end`` are UTF-8 byte offsets, as in the CLI's files. ``id`` is the
+        chunk's id, the same on every run for the same chunk (from its document's id, its
+        offsets and its text; the rows a ``seamcut chunk -o postgresql://...`` job writes
+        carry it too), so a loader can upsert by it: ``lancedb``'s
+        ``table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()``.
 
         ``embeddings``: ``False``; ``"mean"`` (the normalised mean of the chunk's unit
         vectors, embedding chunkers only); ``"reembed"`` (each chunk's text embedded);
@@ -336,6 +341,20 @@ def chunk_table(data: Any, chunker: Optional[Chunker] = None, **kwargs: Any):
     """:meth:`Chunker.chunk_table` with ``chunker`` (default: ``Chunker()``, Max-Min on the
     built-in model)."""
     return (chunker or Chunker()).chunk_table(data, **kwargs)
+
+
+def chunk_id(doc_id: str, start_byte: int, end_byte: int, text: str) -> str:
+    """The stable id of the chunk ``text`` at UTF-8 byte offsets ``start_byte:end_byte`` of
+    the document ``doc_id``: the ``id`` column of :meth:`Chunker.chunk_table`, of the CLI's
+    records and of the rows a database output writes (32 hex digits; the same on every run
+    for the same chunk). For a :class:`Chunk`:
+    ``chunk_id(doc_id, c.start_byte, c.end_byte, c.text)``."""
+    for name, v in (("doc_id", doc_id), ("text", text)):
+        if not isinstance(v, str):
+            raise TypeError(f"{name} must be a str, not {type(v).__name__}")
+    if not 0 <= start_byte <= end_byte:
+        raise ValueError(f"expected 0 <= start_byte <= end_byte, got {start_byte}, {end_byte}")
+    return _seamcut.chunk_id(doc_id, start_byte, end_byte, text)
 
 
 def embed(

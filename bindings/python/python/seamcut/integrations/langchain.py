@@ -26,7 +26,7 @@ except ImportError as e:  # pragma: no cover - the message is the point
         "pip install 'seamcut[langchain]'"
     ) from e
 
-from .. import Chunk, Chunker
+from .. import Chunk, Chunker, chunk_id
 
 __all__ = ["SeamcutTextSplitter"]
 
@@ -82,8 +82,8 @@ class SeamcutTextSplitter(TextSplitter):
         """The seamcut chunker that cuts."""
         return self._chunker
 
-    def _pieces(self, chunks: Sequence[Chunk]) -> List[Tuple[str, int]]:
-        """Each chunk's text and character start, stripped if asked."""
+    def _pieces(self, chunks: Sequence[Chunk]) -> List[Tuple[Chunk, str, int]]:
+        """Each chunk with its text and character start, stripped if asked."""
         out = []
         for c in chunks:
             text, start = c.text, c.start_index
@@ -94,12 +94,12 @@ class SeamcutTextSplitter(TextSplitter):
                 start += len(text) - len(kept)
                 text = kept.rstrip()
             if text:
-                out.append((text, start))
+                out.append((c, text, start))
         return out
 
     def split_text(self, text: str) -> List[str]:
         """The chunks' texts."""
-        return [t for t, _ in self._pieces(self._chunker.chunk(text))]
+        return [t for _, t, _ in self._pieces(self._chunker.chunk(text))]
 
     def create_documents(
         self, texts: Iterable[str], metadatas: Optional[List[dict]] = None
@@ -107,15 +107,34 @@ class SeamcutTextSplitter(TextSplitter):
         """One ``Document`` per chunk, each with a copy of its text's metadata (and
         ``start_index`` when asked). The texts are chunked together (their units embedded in
         shared batches)."""
-        texts = list(texts)
+        return self._documents(list(texts), metadatas, None)
+
+    def split_documents(self, documents: Iterable[Document]) -> List[Document]:
+        """:meth:`create_documents` of the documents' texts and metadata. A document with an
+        ``id`` gives each of its chunks a stable ``id``: seamcut's chunk id (as
+        ``seamcut.chunk_id``, from the document's id, the chunk's offsets and its text), the
+        same on every run, so that a vector store's ``add_documents`` upserts on a rerun
+        rather than adding the chunks again."""
+        documents = list(documents)
+        return self._documents(
+            [d.page_content for d in documents],
+            [d.metadata for d in documents],
+            [getattr(d, "id", None) for d in documents],
+        )
+
+    def _documents(
+        self, texts: List[str], metadatas: Optional[List[dict]], ids: Optional[List[Optional[str]]]
+    ) -> List[Document]:
         metas = metadatas if metadatas is not None else [{}] * len(texts)
         if len(metas) != len(texts):
             raise ValueError(f"{len(metas)} metadatas for {len(texts)} texts")
+        doc_ids = ids if ids is not None else [None] * len(texts)
         documents = []
-        for chunks, meta in zip(self._chunker.chunk_batch(texts), metas):
-            for text, start in self._pieces(chunks):
+        for chunks, meta, doc_id in zip(self._chunker.chunk_batch(texts), metas, doc_ids):
+            for c, text, start in self._pieces(chunks):
                 m = copy.deepcopy(meta)
                 if self._add_start_index:
                     m["start_index"] = start
-                documents.append(Document(page_content=text, metadata=m))
+                cid = None if doc_id is None else chunk_id(str(doc_id), c.start_byte, c.end_byte, c.text)
+                documents.append(Document(page_content=text, metadata=m, id=cid))
         return documents
