@@ -250,6 +250,28 @@ impl LanceWriter {
     }
 }
 
+impl LanceWriter {
+    /// When a row already in the table is rewritten: the id fixes the document, the offsets
+    /// and the text, and the table's record fixes how the vector is made, so only the
+    /// chunk's place, size, context and metadata can differ. A rerun then rewrites nothing
+    /// (Lance rewrites a row it updates, so an unconditional upsert doubled the table's data
+    /// on every rerun until `optimize`).
+    fn changed(&self) -> String {
+        // Lance's SQL quotes a column name with backticks (a double-quoted name is a string).
+        let quoted = |c: &str| format!("`{}`", c.replace('`', "``"));
+        let fixed = ["id", "doc_id", "start", "end", "text", "embedding"];
+        let cols = self.schema.fields().iter().map(|f| f.name()).filter(|c| !fixed.contains(&c.as_str()));
+        // Lance's conditions have no IS DISTINCT FROM: a null on one side only is its own term
+        // (a comparison with a null is null, which updates nothing).
+        cols.map(|c| {
+            let q = quoted(c);
+            format!("target.{q} != source.{q} OR (target.{q} IS NULL) != (source.{q} IS NULL)")
+        })
+        .collect::<Vec<_>>()
+        .join(" OR ")
+    }
+}
+
 impl DbWriter for LanceWriter {
     fn committed(&self) -> &Totals {
         &self.committed
@@ -264,7 +286,7 @@ impl DbWriter for LanceWriter {
         if !rows.rows.is_empty() || replace {
             let batch = self.batch(rows)?;
             let mut merge = self.table.merge_insert(&["id"]);
-            merge.when_matched_update_all(None).when_not_matched_insert_all();
+            merge.when_matched_update_all(Some(self.changed())).when_not_matched_insert_all();
             if replace {
                 let docs: Vec<String> =
                     rows.docs.iter().map(|d| format!("'{}'", d.replace('\'', "''"))).collect();
@@ -291,7 +313,7 @@ impl DbWriter for LanceWriter {
 
 /// The table's columns: the chunk row's, then the metadata fields (nullable text), then the
 /// vector; the types of seamcut's Parquet and Arrow outputs (`crate::output::arrow`), so a table
-/// also takes rows from `chunk_table` with an `id` added.
+/// also takes `chunk_table`'s rows without their `sentences` column.
 fn schema(columns: &Columns, dim: usize) -> Schema {
     let mut fields = vec![
         Field::new("id", DataType::Utf8, false),

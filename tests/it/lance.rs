@@ -83,8 +83,24 @@ fn lancedb_reruns_replace_the_npy_and_the_index() {
     assert!(o.status.success(), "{}", stderr(&o));
     let first = dump(&db, "chunks");
     assert!(first.len() > 40, "{}", first.len());
+    let data = data_bytes(&out);
     assert!(job(&input, &out, &[]).status.success());
     assert_eq!(dump(&db, "chunks"), first, "a rerun changes nothing and adds nothing");
+    assert_eq!(data_bytes(&out), data, "a rerun rewrites no row");
+    // A row whose metadata changed is rewritten, and only those rows.
+    let text = std::fs::read_to_string(&input).unwrap();
+    let relabelled = text.replacen("\"lang\":\"en\"", "\"lang\":\"de\"", 1);
+    assert_ne!(relabelled, text);
+    let relabelled_input = dir.path().join("relabelled.jsonl");
+    std::fs::write(&relabelled_input, relabelled).unwrap();
+    assert!(job(&relabelled_input, &out, &[]).status.success());
+    let now = dump(&db, "chunks");
+    let changed = now.iter().filter(|r| !first.contains(r)).count();
+    assert!(changed > 0 && now.iter().filter(|r| r.contains("\"de\"")).count() == changed, "{changed}");
+    assert_eq!(now.len(), first.len());
+    assert!(data_bytes(&out) > data && data_bytes(&out) < 2 * data, "only the changed rows are rewritten");
+    assert!(job(&input, &out, &[]).status.success());
+    assert_eq!(dump(&db, "chunks"), first, "and back");
     // The vector index was built after the load, and the table says what made its vectors.
     let t = table(&db, "chunks").unwrap();
     let indices = rt().block_on(t.list_indices()).unwrap();
@@ -225,6 +241,11 @@ fn lancedb_faults_are_one_line_errors_and_lose_nothing() {
     assert_eq!(rows.len(), 2, "{rows:?}");
     assert!(rows.iter().any(|r| r.contains("\"Bad \\0 text.\"")), "{rows:?}");
     assert!(rows.iter().any(|r| r.contains("Some(\"7\")")), "{rows:?}");
+}
+
+/// Bytes of a Lance table's data files: a rewritten row adds to them (until `optimize`).
+fn data_bytes(table: &Path) -> u64 {
+    std::fs::read_dir(table.join("data")).unwrap().map(|e| e.unwrap().metadata().unwrap().len()).sum()
 }
 
 fn dump_count(dir: &Path, name: &str) -> usize {
