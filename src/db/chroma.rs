@@ -20,6 +20,7 @@
 //! pre-flight check says `supports_base64_encoding`, as Chroma's own Python client asks),
 //! else as JSON numbers; both are the job's floats exactly.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -276,24 +277,36 @@ impl ChromaWriter {
         self.call("PUT", &url, Some(&json!({"new_metadata": metadata})), 6).map(|_| ())
     }
 
+    /// A row's metadata as the collection stores it (a null metadata value is left out).
+    fn metadata_of(&self, r: &super::Row) -> Value {
+        let mut m = json!({
+            "doc_id": r.doc_id, "index": r.index, "start": r.start, "end": r.end,
+            "tokens": r.tokens, "context": r.context,
+        });
+        for (f, v) in self.columns.meta_fields.iter().zip(&r.meta) {
+            if let Some(v) = v {
+                m[f] = Value::String(v.clone());
+            }
+        }
+        m
+    }
+
+    /// The rows the collection holds of `docs`: each id with its metadata.
+    fn held(&self, docs: &[String]) -> Result<HashMap<String, Value>> {
+        let body = json!({"where": {"doc_id": {"$in": docs}}, "include": ["metadatas"]});
+        let found = self.call("POST", &self.records("get"), Some(&body), 6)?;
+        let ids = found["ids"].as_array().map(Vec::as_slice).unwrap_or_default();
+        let metadatas = found["metadatas"].as_array().map(Vec::as_slice).unwrap_or_default();
+        Ok(ids
+            .iter()
+            .zip(metadatas.iter().map(Some).chain(std::iter::repeat(None)))
+            .filter_map(|(id, m)| Some((id.as_str()?.to_string(), m.cloned().unwrap_or_default())))
+            .collect())
+    }
+
     /// Upsert `part`; a request the server finds too large (413) is split in two.
     fn upsert(&self, part: &[&super::Row]) -> Result<()> {
-        let meta = &self.columns.meta_fields;
-        let metadatas: Vec<Value> = part
-            .iter()
-            .map(|r| {
-                let mut m = json!({
-                    "doc_id": r.doc_id, "index": r.index, "start": r.start, "end": r.end,
-                    "tokens": r.tokens, "context": r.context,
-                });
-                for (f, v) in meta.iter().zip(&r.meta) {
-                    if let Some(v) = v {
-                        m[f] = Value::String(v.clone());
-                    }
-                }
-                m
-            })
-            .collect();
+        let metadatas: Vec<Value> = part.iter().map(|r| self.metadata_of(r)).collect();
         let embeddings: Vec<Value> = part
             .iter()
             .map(|r| if self.base64 { Value::String(packed(&r.embedding)) } else { json!(r.embedding) })
@@ -354,26 +367,26 @@ impl DbWriter for ChromaWriter {
     }
 
     fn commit(&mut self, rows: &Rows, totals: &Totals) -> Result<()> {
+        // What the collection holds of the batch's documents, read first: a row it holds as
+        // this batch would write it is not sent again (the id fixes the text, and the
+        // collection's record how the vector is made), so a rerun upserts nothing; with
+        // replace, the documents' other rows are stale.
+        let held = if rows.docs.is_empty() { HashMap::new() } else { self.held(&rows.docs)? };
         // One record per id: Chroma refuses a request with an id twice.
-        let unique = rows.unique();
+        let unique: Vec<&super::Row> = rows
+            .unique()
+            .into_iter()
+            .filter(|r| held.get(&r.id).is_none_or(|m| *m != self.metadata_of(r)))
+            .collect();
         let mut rest = &unique[..];
         while !rest.is_empty() {
             let n = request_rows(rest, self.max_batch, self.base64);
             self.upsert(&rest[..n])?;
             rest = &rest[n..];
         }
-        if self.opts.replace && !rows.docs.is_empty() {
-            let found = self.call(
-                "POST",
-                &self.records("get"),
-                Some(&json!({"where": {"doc_id": {"$in": rows.docs}}, "include": []})),
-                6,
-            )?;
+        if self.opts.replace {
             let new: std::collections::HashSet<&str> = rows.rows.iter().map(|r| r.id.as_str()).collect();
-            let stale: Vec<&str> = found["ids"]
-                .as_array()
-                .map(|a| a.iter().filter_map(Value::as_str).filter(|id| !new.contains(id)).collect())
-                .unwrap_or_default();
+            let stale: Vec<&str> = held.keys().map(String::as_str).filter(|id| !new.contains(id)).collect();
             for part in stale.chunks(self.max_batch.max(1)) {
                 self.call("POST", &self.records("delete"), Some(&json!({"ids": part})), 6)?;
             }

@@ -71,6 +71,29 @@ fn chroma_reruns_replace_and_the_vectors_of_the_npy() {
     assert!(first.len() > 20);
     assert!(job(&input, c, &[]).status.success());
     assert_eq!(dump(c), first, "a rerun changes nothing and adds nothing");
+    // A rerun sends only the rows the collection holds otherwise: a record whose metadata
+    // was changed behind the job's back is written again, one whose metadata is as the job
+    // writes it is not (its document, changed here by hand, stays as it is).
+    let id = collection_id(c).unwrap();
+    let records: Value = ureq::post(&format!("{}/{id}/get", collections()))
+        .send_json(json!({"include": ["metadatas"], "limit": 2}))
+        .unwrap()
+        .into_json()
+        .unwrap();
+    let (a, b) = (records["ids"][0].clone(), records["ids"][1].clone());
+    let mut tampered = records["metadatas"][0].clone();
+    tampered["context"] = "tampered".into();
+    let update =
+        json!({"ids": [a, b], "metadatas": [tampered, records["metadatas"][1]], "documents": ["x", "y"]});
+    ureq::post(&format!("{}/{id}/update", collections())).send_json(update).unwrap();
+    assert!(job(&input, c, &[]).status.success());
+    let now = dump(c);
+    let changed: Vec<&String> = now.iter().filter(|r| !first.contains(r)).collect();
+    assert_eq!(changed.len(), 1, "{changed:?}");
+    assert!(changed[0].starts_with(&format!("{b} \"y\"")), "{changed:?}");
+    drop_collection(c);
+    assert!(job(&input, c, &[]).status.success());
+    assert_eq!(dump(c), first);
     // Vectors made another way (late chunking) do not go into it.
     let url = format!("{}/{c}", base());
     let late = ["chunk", input.to_str().unwrap(), "--chunker", "maxmin", "--embeddings", "late"];
