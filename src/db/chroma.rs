@@ -299,8 +299,10 @@ impl ChromaWriter {
         let metadatas = found["metadatas"].as_array().map(Vec::as_slice).unwrap_or_default();
         Ok(ids
             .iter()
-            .zip(metadatas.iter().map(Some).chain(std::iter::repeat(None)))
-            .filter_map(|(id, m)| Some((id.as_str()?.to_string(), m.cloned().unwrap_or_default())))
+            .enumerate()
+            .filter_map(|(i, id)| {
+                Some((id.as_str()?.to_string(), metadatas.get(i).cloned().unwrap_or_default()))
+            })
             .collect())
     }
 

@@ -66,6 +66,8 @@ pub struct LanceWriter {
     table: lancedb::Table,
     target: LanceTarget,
     schema: SchemaRef,
+    /// The condition on which `merge_insert` rewrites a row already there ([`changed`]).
+    changed: String,
     opts: DbOptions,
     /// The config key of this job's progress.
     key: String,
@@ -121,6 +123,7 @@ impl LanceWriter {
             rt,
             table,
             target: target.clone(),
+            changed: changed(&schema),
             schema,
             opts,
             key,
@@ -250,28 +253,6 @@ impl LanceWriter {
     }
 }
 
-impl LanceWriter {
-    /// When a row already in the table is rewritten: the id fixes the document, the offsets
-    /// and the text, and the table's record fixes how the vector is made, so only the
-    /// chunk's place, size, context and metadata can differ. A rerun then rewrites nothing
-    /// (Lance rewrites a row it updates, so an unconditional upsert doubled the table's data
-    /// on every rerun until `optimize`).
-    fn changed(&self) -> String {
-        // Lance's SQL quotes a column name with backticks (a double-quoted name is a string).
-        let quoted = |c: &str| format!("`{}`", c.replace('`', "``"));
-        let fixed = ["id", "doc_id", "start", "end", "text", "embedding"];
-        let cols = self.schema.fields().iter().map(|f| f.name()).filter(|c| !fixed.contains(&c.as_str()));
-        // Lance's conditions have no IS DISTINCT FROM: a null on one side only is its own term
-        // (a comparison with a null is null, which updates nothing).
-        cols.map(|c| {
-            let q = quoted(c);
-            format!("target.{q} != source.{q} OR (target.{q} IS NULL) != (source.{q} IS NULL)")
-        })
-        .collect::<Vec<_>>()
-        .join(" OR ")
-    }
-}
-
 impl DbWriter for LanceWriter {
     fn committed(&self) -> &Totals {
         &self.committed
@@ -286,7 +267,7 @@ impl DbWriter for LanceWriter {
         if !rows.rows.is_empty() || replace {
             let batch = self.batch(rows)?;
             let mut merge = self.table.merge_insert(&["id"]);
-            merge.when_matched_update_all(Some(self.changed())).when_not_matched_insert_all();
+            merge.when_matched_update_all(Some(self.changed.clone())).when_not_matched_insert_all();
             if replace {
                 let docs: Vec<String> =
                     rows.docs.iter().map(|d| format!("'{}'", d.replace('\'', "''"))).collect();
@@ -330,6 +311,26 @@ fn schema(columns: &Columns, dim: usize) -> Schema {
     let dim = i32::try_from(dim).unwrap_or(i32::MAX);
     fields.push(Field::new("embedding", DataType::FixedSizeList(item, dim), false));
     Schema::new(fields)
+}
+
+/// When a row already in the table is rewritten (`schema`'s columns): the id fixes the
+/// document, the offsets and the text, and the table's record fixes how the vector is made, so
+/// only the chunk's place, size, context and metadata can differ. A rerun then rewrites nothing
+/// (Lance rewrites a row it updates, so an unconditional upsert doubled the table's data on
+/// every rerun until `optimize`).
+fn changed(schema: &Schema) -> String {
+    // Lance's SQL quotes a column name with backticks (a double-quoted name is a string).
+    let quoted = |c: &str| format!("`{}`", c.replace('`', "``"));
+    let fixed = ["id", "doc_id", "start", "end", "text", "embedding"];
+    let cols = schema.fields().iter().map(|f| f.name()).filter(|c| !fixed.contains(&c.as_str()));
+    // Lance's conditions have no IS DISTINCT FROM: a null on one side only is its own term
+    // (a comparison with a null is null, which updates nothing).
+    cols.map(|c| {
+        let q = quoted(c);
+        format!("target.{q} != source.{q} OR (target.{q} IS NULL) != (source.{q} IS NULL)")
+    })
+    .collect::<Vec<_>>()
+    .join(" OR ")
 }
 
 /// LanceDB's error on one line.
