@@ -35,6 +35,8 @@ pub mod sizer;
 pub mod span;
 pub mod spec;
 pub mod tokenizer_json;
+pub mod totals;
+pub mod wording;
 pub mod wordpiece;
 
 pub use error::{Error, Result};

@@ -20,6 +20,7 @@ use seamcut::pipeline::{segment_corpus, CorpusJob, EmbeddingMode, JobOptions, On
 use seamcut::rules::breakpoint::ThresholdType;
 use seamcut::sizer::SizerSpec;
 use seamcut::spec::{ChunkerSpec, HardThr, MinTokens, TargetTokens, UnitKind};
+use seamcut::wording::plural;
 
 // Large tensors are allocated and freed every layer; glibc returns them to the kernel and
 // pays page faults to get them back (8% of a MiniLM profile). mimalloc keeps them.
@@ -1135,11 +1136,6 @@ fn embed(a: &EmbedArgs) -> seamcut::Result<()> {
         );
     }
     Ok(())
-}
-
-/// `n word(s)`, the plural as the word takes it.
-fn plural(n: u64, word: &str) -> String {
-    seamcut::pipeline::plural(n, word)
 }
 
 fn bench_embed(

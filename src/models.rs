@@ -11,8 +11,9 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::device::{Compute, DeviceSpec, Precision};
-use crate::embed::bert::{model_type, BertEmbedder};
+use crate::embed::bert::BertEmbedder;
 use crate::embed::late::LateOptions;
+use crate::embed::st_config::model_type;
 use crate::embed::static_model::{is_static_model, StaticEmbedder};
 use crate::embed::tuned::{PromptChoice, Role, Tuned};
 use crate::embed::Embedder;

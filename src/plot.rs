@@ -189,7 +189,7 @@ pub fn document(
     };
     let title = format!(
         "{title} — {}, {}",
-        crate::pipeline::plural(texts.len() as u64, "sentence"),
+        crate::wording::plural(texts.len() as u64, "sentence"),
         model.embedder.describe()
     );
     Ok((svg(&title, &sims, &cuts, threshold), cuts))

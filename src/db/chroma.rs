@@ -25,9 +25,9 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::{DbOptions, DbWriter, Rows};
+use super::{DbOptions, DbWriter, Progress, Rows};
 use crate::output::Columns;
-use crate::pipeline::Totals;
+use crate::totals::Totals;
 use crate::{Error, Result};
 
 /// A collection on a Chroma server.
@@ -94,8 +94,6 @@ pub struct ChromaWriter {
     metadata: serde_json::Map<String, Value>,
     /// The metadata key of this job's progress.
     key: String,
-    committed: Totals,
-    complete: bool,
     max_batch: usize,
     /// Vectors as base64 of their f32s (the server says it takes them).
     base64: bool,
@@ -120,7 +118,12 @@ impl ChromaWriter {
     /// # Errors
     /// The server cannot be reached (after retries), refuses the collection's name, or has the
     /// collection with another model or dimension; an interrupted run without `resume`.
-    pub fn open(target: &ChromaTarget, columns: Columns, job: &str, opts: DbOptions) -> Result<Self> {
+    pub fn open(
+        target: &ChromaTarget,
+        columns: Columns,
+        job: &str,
+        opts: DbOptions,
+    ) -> Result<(Self, Progress)> {
         let dim = super::dim(&columns)?;
         let agent = ureq::AgentBuilder::new().timeout(Duration::from_secs(120)).build();
         let token = std::env::var(opts.password_env.as_deref().unwrap_or("CHROMA_API_KEY"))
@@ -136,8 +139,6 @@ impl ChromaWriter {
             id: String::new(),
             metadata: serde_json::Map::new(),
             key,
-            committed: Totals::default(),
-            complete: false,
             max_batch: 1000,
             base64: false,
         };
@@ -174,22 +175,12 @@ impl ChromaWriter {
             recorded("seamcut_vectors"),
             &w.opts,
         )?;
-        if let Some(p) = w.metadata.get(&w.key).and_then(Value::as_str) {
+        let recorded = w.metadata.get(&w.key).and_then(Value::as_str).map(|p| {
             let p: Value = serde_json::from_str(p).unwrap_or_default();
-            let done = p["complete"].as_bool().unwrap_or(false);
-            if done {
-                w.complete = w.opts.resume;
-            } else if !w.opts.resume {
-                return Err(Error::Config(format!(
-                    "{shown}: an interrupted run of this job wrote part of the collection: resume it (the same job with {})",
-                    crate::error::named("resume")
-                )));
-            }
-            if w.opts.resume {
-                w.committed = serde_json::from_value(p["totals"].clone()).unwrap_or_default();
-            }
-        }
-        Ok(w)
+            (p["complete"].as_bool().unwrap_or(false), p["totals"].clone())
+        });
+        let progress = Progress::of_record(recorded, &w.opts, &shown, "collection", None)?;
+        Ok((w, progress))
     }
 
     /// One request, retried `tries` times on a transient failure; the answer's JSON.
@@ -203,7 +194,7 @@ impl ChromaWriter {
             Failure::Transient(m) => Error::Database(format!(
                 "{}: {m} (after {}); the batches written before it are kept: run the same job with {} once the server is back",
                 self.target.shown(),
-                crate::pipeline::plural(u64::from(attempts), "try"),
+                crate::wording::plural(u64::from(attempts), "try"),
                 crate::error::named("resume")
             )),
             Failure::Final(m) | Failure::TooLarge(m) => Error::Config(format!("{}: {m}", self.target.shown())),
@@ -360,14 +351,6 @@ fn packed(v: &[f32]) -> String {
 }
 
 impl DbWriter for ChromaWriter {
-    fn committed(&self) -> &Totals {
-        &self.committed
-    }
-
-    fn complete(&self) -> bool {
-        self.complete
-    }
-
     fn commit(&mut self, rows: &Rows, totals: &Totals) -> Result<()> {
         // What the collection holds of the batch's documents, read first: a row it holds as
         // this batch would write it is not sent again (the id fixes the text, and the
@@ -514,8 +497,6 @@ mod tests {
             id: "c-id".into(),
             metadata: serde_json::Map::new(),
             key: "k".into(),
-            committed: Totals::default(),
-            complete: false,
             max_batch: 1000,
             base64: true,
         };

@@ -25,9 +25,9 @@ use lancedb::arrow::arrow_array::{
 use lancedb::arrow::arrow_schema::{DataType, Field, Schema, SchemaRef};
 use lancedb::table::NativeTable;
 
-use super::{DbOptions, DbWriter, Rows};
-use crate::output::Columns;
-use crate::pipeline::Totals;
+use super::{DbOptions, DbWriter, Progress, Rows};
+use crate::output::{Columns, FieldKind};
+use crate::totals::Totals;
 use crate::{Error, Result};
 
 /// A table in a LanceDB directory.
@@ -71,8 +71,6 @@ pub struct LanceWriter {
     opts: DbOptions,
     /// The config key of this job's progress.
     key: String,
-    committed: Totals,
-    complete: bool,
 }
 
 /// The key of the table's schema metadata that says what made it.
@@ -84,7 +82,12 @@ impl LanceWriter {
     /// # Errors
     /// A table name LanceDB refuses, a table with other columns, another dimension or another
     /// model; an interrupted run without `resume`.
-    pub fn open(target: &LanceTarget, columns: Columns, job: &str, opts: DbOptions) -> Result<Self> {
+    pub fn open(
+        target: &LanceTarget,
+        columns: Columns,
+        job: &str,
+        opts: DbOptions,
+    ) -> Result<(Self, Progress)> {
         let dim = super::dim(&columns)?;
         let shown = target.shown();
         let fail = |e: lancedb::Error| Error::Database(format!("{shown}: {}", one_line(&e)));
@@ -119,20 +122,10 @@ impl LanceWriter {
             }
         })?;
         let key = format!("seamcut.job.{}", &crate::chunk::chunk_id(job, 0, 0, "")[..16]);
-        let mut w = Self {
-            rt,
-            table,
-            target: target.clone(),
-            changed: changed(&schema),
-            schema,
-            opts,
-            key,
-            committed: Totals::default(),
-            complete: false,
-        };
+        let w = Self { rt, table, target: target.clone(), changed: changed(&schema), schema, opts, key };
         w.check(dim)?;
-        w.read_progress()?;
-        Ok(w)
+        let progress = w.read_progress()?;
+        Ok((w, progress))
     }
 
     fn fail(&self) -> impl Fn(lancedb::Error) -> Error + '_ {
@@ -192,25 +185,14 @@ impl LanceWriter {
         )
     }
 
-    fn read_progress(&mut self) -> Result<()> {
+    fn read_progress(&self) -> Result<Progress> {
         let manifest = self.rt.block_on(self.native()?.manifest()).map_err(self.fail())?;
-        let Some(p) = manifest.config.get(&self.key) else { return Ok(()) };
-        let p: serde_json::Value = serde_json::from_str(p).unwrap_or_default();
-        if p["complete"].as_bool().unwrap_or(false) {
-            // A finished run: a new run of the same job starts over (its upserts change nothing).
-            self.complete = self.opts.resume;
-        } else if !self.opts.resume {
-            return Err(Error::Config(format!(
-                "{}: an interrupted run of this job wrote part of the table: resume it (the same job with {}), or run it afresh after removing its key {} from the table's config",
-                self.target.shown(),
-                crate::error::named("resume"),
-                self.key
-            )));
-        }
-        if self.opts.resume {
-            self.committed = serde_json::from_value(p["totals"].clone()).unwrap_or_default();
-        }
-        Ok(())
+        let recorded = manifest.config.get(&self.key).map(|p| {
+            let p: serde_json::Value = serde_json::from_str(p).unwrap_or_default();
+            (p["complete"].as_bool().unwrap_or(false), p["totals"].clone())
+        });
+        let afresh = format!("removing its key {} from the table's config", self.key);
+        Progress::of_record(recorded, &self.opts, &self.target.shown(), "table", Some(&afresh))
     }
 
     fn progress(&self, totals: &Totals, complete: bool) -> Result<()> {
@@ -254,14 +236,6 @@ impl LanceWriter {
 }
 
 impl DbWriter for LanceWriter {
-    fn committed(&self) -> &Totals {
-        &self.committed
-    }
-
-    fn complete(&self) -> bool {
-        self.complete
-    }
-
     fn commit(&mut self, rows: &Rows, totals: &Totals) -> Result<()> {
         let replace = self.opts.replace && !rows.docs.is_empty();
         if !rows.rows.is_empty() || replace {
@@ -296,16 +270,16 @@ impl DbWriter for LanceWriter {
 /// vector; the types of seamcut's Parquet and Arrow outputs (`crate::output::arrow`), so a table
 /// also takes `chunk_table`'s rows without their `sentences` column.
 fn schema(columns: &Columns, dim: usize) -> Schema {
-    let mut fields = vec![
-        Field::new("id", DataType::Utf8, false),
-        Field::new("doc_id", DataType::Utf8, false),
-        Field::new("index", DataType::Int64, false),
-        Field::new("start", DataType::Int64, false),
-        Field::new("end", DataType::Int64, false),
-        Field::new("text", DataType::Utf8, false),
-        Field::new("tokens", DataType::Int64, false),
-        Field::new("context", DataType::Utf8, false),
-    ];
+    // The record's one description (`crate::output::db_fields`), in LanceDB's arrow.
+    let mut fields: Vec<Field> = crate::output::db_fields()
+        .map(|f| {
+            let ty = match f.kind {
+                FieldKind::Text => DataType::Utf8,
+                FieldKind::Count | FieldKind::Offset => DataType::Int64,
+            };
+            Field::new(f.name, ty, false)
+        })
+        .collect();
     fields.extend(columns.meta_fields.iter().map(|f| Field::new(f, DataType::Utf8, true)));
     let item = Arc::new(Field::new("item", DataType::Float32, false));
     let dim = i32::try_from(dim).unwrap_or(i32::MAX);

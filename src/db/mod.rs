@@ -26,6 +26,7 @@ pub mod postgres;
 use crate::chunk::{chunk_id, ChunkSpan};
 use crate::corpus::Document;
 use crate::output::{ChunkSink, Columns};
+use crate::totals::Totals;
 use crate::{Error, Result};
 
 /// A database to write a job's chunks into, as `-o` names it.
@@ -40,22 +41,62 @@ pub enum DbTarget {
     Lance(lance::LanceTarget),
 }
 
-/// A job's writer into a database: what the job's write stage asks of it.
+/// A job's writer into a database: what the job's write stage asks of it. What the job had
+/// committed when the writer opened the table is the [`Progress`] its backend's `open` gives
+/// beside it.
 pub trait DbWriter: Send {
-    /// What the job had committed when it was opened (a resumed job's progress).
-    fn committed(&self) -> &crate::pipeline::Totals;
-    /// Whether the job was complete (a resumed finished job has nothing left to do).
-    fn complete(&self) -> bool;
     /// Write one batch's rows, with the job's totals after it.
     ///
     /// # Errors
     /// A failure that is not transient, or one that lasts past the retries.
-    fn commit(&mut self, rows: &Rows, totals: &crate::pipeline::Totals) -> Result<()>;
+    fn commit(&mut self, rows: &Rows, totals: &Totals) -> Result<()>;
     /// The job is done (and, where asked, the vector index built).
     ///
     /// # Errors
     /// As [`Self::commit`].
-    fn finish(&mut self, totals: &crate::pipeline::Totals) -> Result<()>;
+    fn finish(&mut self, totals: &Totals) -> Result<()>;
+}
+
+/// What a job had committed when its writer opened the table or collection: a resumed job's
+/// progress, as every backend reads it from the record it keeps with its data.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Progress {
+    pub committed: Totals,
+    /// The job had finished (a resumed finished job has nothing left to do).
+    pub complete: bool,
+}
+
+impl Progress {
+    /// The progress of this job where the table records some (`recorded`: whether that run
+    /// finished, and its totals as JSON), as the job's options take it: a finished run is
+    /// done for `--resume` and starts over otherwise (its upserts change nothing); an
+    /// interrupted one is resumed, or refused without `--resume`, in one line naming the
+    /// table (`shown`, a `what`) and how to start afresh where that takes more (`afresh`).
+    ///
+    /// # Errors
+    /// An interrupted run without `resume`; totals that do not read.
+    pub fn of_record(
+        recorded: Option<(bool, serde_json::Value)>,
+        opts: &DbOptions,
+        shown: &str,
+        what: &str,
+        afresh: Option<&str>,
+    ) -> Result<Self> {
+        let Some((done, totals)) = recorded else { return Ok(Self::default()) };
+        if !done && !opts.resume {
+            let afresh = afresh.map(|a| format!(", or run it afresh after {a}")).unwrap_or_default();
+            return Err(Error::Config(format!(
+                "{shown}: an interrupted run of this job wrote part of the {what}: resume it (the same job with {}){afresh}",
+                crate::error::named("resume")
+            )));
+        }
+        if !opts.resume {
+            return Ok(Self::default());
+        }
+        let committed = serde_json::from_value(totals)
+            .map_err(|e| Error::Config(format!("{shown}: unreadable progress of this job: {e}")))?;
+        Ok(Self { committed, complete: done })
+    }
 }
 
 /// How a database output is written.
@@ -126,16 +167,25 @@ impl DbTarget {
         }
     }
 
-    /// Connect and open the table or collection for a job (`job`: its fingerprint).
+    /// Connect and open the table or collection for a job (`job`: its fingerprint): its writer,
+    /// and what the job had committed there.
     ///
     /// # Errors
     /// As the backend's `open`.
-    pub fn open(&self, columns: Columns, job: &str, opts: DbOptions) -> Result<Box<dyn DbWriter>> {
+    pub fn open(
+        &self,
+        columns: Columns,
+        job: &str,
+        opts: DbOptions,
+    ) -> Result<(Box<dyn DbWriter>, Progress)> {
+        fn boxed<W: DbWriter + 'static>((w, p): (W, Progress)) -> (Box<dyn DbWriter>, Progress) {
+            (Box::new(w), p)
+        }
         Ok(match self {
-            Self::Postgres(t) => Box::new(postgres::PgWriter::open(t, columns, job.to_string(), opts)?),
-            Self::Chroma(t) => Box::new(chroma::ChromaWriter::open(t, columns, job, opts)?),
+            Self::Postgres(t) => boxed(postgres::PgWriter::open(t, columns, job.to_string(), opts)?),
+            Self::Chroma(t) => boxed(chroma::ChromaWriter::open(t, columns, job, opts)?),
             #[cfg(feature = "lancedb")]
-            Self::Lance(t) => Box::new(lance::LanceWriter::open(t, columns, job, opts)?),
+            Self::Lance(t) => boxed(lance::LanceWriter::open(t, columns, job, opts)?),
         })
     }
 }
@@ -146,9 +196,8 @@ impl DbTarget {
 /// database takes the one before. One batch is in flight at most (memory stays bounded), and
 /// a failed commit stops the job at the next batch, with the batches before it kept.
 pub struct Overlapped {
-    committed: crate::pipeline::Totals,
-    complete: bool,
-    tx: Option<std::sync::mpsc::SyncSender<(Rows, crate::pipeline::Totals)>>,
+    progress: Progress,
+    tx: Option<std::sync::mpsc::SyncSender<(Rows, Totals)>>,
     thread: Option<std::thread::JoinHandle<Result<Stopped>>>,
 }
 
@@ -157,12 +206,10 @@ type Stopped = (Box<dyn DbWriter>, f64);
 
 impl Overlapped {
     #[must_use]
-    pub fn new(mut writer: Box<dyn DbWriter>) -> Self {
-        let committed = writer.committed().clone();
-        let complete = writer.complete();
+    pub fn new((mut writer, progress): (Box<dyn DbWriter>, Progress)) -> Self {
         // A rendezvous channel: a send waits until the thread has taken the batch, that is
         // until the batch before it is committed.
-        let (tx, rx) = std::sync::mpsc::sync_channel::<(Rows, crate::pipeline::Totals)>(0);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<(Rows, Totals)>(0);
         let thread = std::thread::spawn(move || {
             let mut busy = 0.0;
             for (rows, totals) in rx {
@@ -172,26 +219,26 @@ impl Overlapped {
             }
             Ok((writer, busy))
         });
-        Self { committed, complete, tx: Some(tx), thread: Some(thread) }
+        Self { progress, tx: Some(tx), thread: Some(thread) }
     }
 
     /// What the job had committed when it was opened.
     #[must_use]
-    pub fn committed(&self) -> &crate::pipeline::Totals {
-        &self.committed
+    pub fn committed(&self) -> &Totals {
+        &self.progress.committed
     }
 
     /// Whether the job was complete when it was opened.
     #[must_use]
     pub fn complete(&self) -> bool {
-        self.complete
+        self.progress.complete
     }
 
     /// Hand a batch's rows over, with the job's totals after it.
     ///
     /// # Errors
     /// The failure of an earlier batch's commit.
-    pub fn commit(&mut self, rows: Rows, totals: crate::pipeline::Totals) -> Result<()> {
+    pub fn commit(&mut self, rows: Rows, totals: Totals) -> Result<()> {
         let sent = self.tx.as_ref().is_some_and(|tx| tx.send((rows, totals)).is_ok());
         if sent {
             Ok(())
@@ -213,7 +260,7 @@ impl Overlapped {
     ///
     /// # Errors
     /// A failed commit, or the finish's own failure.
-    pub fn finish(mut self, totals: &crate::pipeline::Totals) -> Result<f64> {
+    pub fn finish(mut self, totals: &Totals) -> Result<f64> {
         let (mut writer, busy) = self.join()?;
         writer.finish(totals)?;
         Ok(busy)

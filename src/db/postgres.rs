@@ -25,9 +25,9 @@ use postgres::binary_copy::BinaryCopyInWriter;
 use postgres::types::{ToSql, Type};
 use postgres::{Client, NoTls};
 
-use super::{DbOptions, DbWriter, Rows};
-use crate::output::Columns;
-use crate::pipeline::Totals;
+use super::{DbOptions, DbWriter, Progress, Rows};
+use crate::output::{Columns, FieldKind};
+use crate::totals::Totals;
 use crate::{Error, Result};
 
 /// Where a job writes: the connection URL (without seamcut's parameters) and the table.
@@ -168,9 +168,6 @@ pub struct PgWriter {
     columns: Columns,
     opts: DbOptions,
     job: String,
-    /// What the job had committed when it was opened (a resumed job's progress).
-    committed: Totals,
-    complete: bool,
     /// COPY straight into the table, with no staging table and upsert: a table that was empty
     /// when the job opened it, without `replace`, has none of the batch's ids (a killed
     /// batch's rows were rolled back), unless the corpus repeats a chunk; then the unique
@@ -181,18 +178,18 @@ pub struct PgWriter {
     backoff: Duration,
 }
 
-/// The fixed columns, in order, with their SQL and binary COPY types (the metadata fields,
-/// then `embedding`, follow).
-const FIXED: [(&str, &str); 8] = [
-    ("id", "text"),
-    ("doc_id", "text"),
-    ("index", "integer"),
-    ("start", "bigint"),
-    ("end", "bigint"),
-    ("text", "text"),
-    ("tokens", "integer"),
-    ("context", "text"),
-];
+/// The fixed columns, in order, with their SQL types ([`crate::output::db_fields`]; the
+/// metadata fields, then `embedding`, follow).
+fn fixed() -> impl Iterator<Item = (&'static str, &'static str)> {
+    crate::output::db_fields().map(|f| {
+        let ty = match f.kind {
+            FieldKind::Text => "text",
+            FieldKind::Count => "integer",
+            FieldKind::Offset => "bigint",
+        };
+        (f.name, ty)
+    })
+}
 
 impl PgWriter {
     /// Connect, check or create the table and the progress table, and read the job's
@@ -202,10 +199,15 @@ impl PgWriter {
     /// The server cannot be reached (after retries) or refuses the login; the table exists
     /// with other columns, another dimension or another model; an interrupted run of the
     /// same job without `resume`.
-    pub fn open(target: &PgTarget, columns: Columns, job: String, opts: DbOptions) -> Result<Self> {
+    pub fn open(
+        target: &PgTarget,
+        columns: Columns,
+        job: String,
+        opts: DbOptions,
+    ) -> Result<(Self, Progress)> {
         let dim = super::dim(&columns)?;
         for f in &columns.meta_fields {
-            if FIXED.iter().any(|(c, _)| c == f) || f == "embedding" {
+            if fixed().any(|(c, _)| c == f) || f == "embedding" {
                 return Err(Error::setting(
                     "meta_fields",
                     format!("{f:?} is one of the table's own columns"),
@@ -221,14 +223,12 @@ impl PgWriter {
             columns,
             opts,
             job,
-            committed: Totals::default(),
-            complete: false,
             direct: false,
             tries: 6,
             backoff: Duration::from_millis(250),
         };
         w.prepare_table(dim)?;
-        w.read_progress()?;
+        let progress = w.read_progress()?;
         if !w.opts.replace {
             let empty: bool = w
                 .client
@@ -237,7 +237,7 @@ impl PgWriter {
                 .get(0);
             w.direct = empty;
         }
-        Ok(w)
+        Ok((w, progress))
     }
 
     /// Run `sql` (`IF NOT EXISTS` statements): once more when another job (a shard writing
@@ -276,9 +276,8 @@ impl PgWriter {
             .query_one("SELECT to_regclass($1) IS NOT NULL", &[&self.target.table])
             .map_err(&err)?
             .get(0);
-        let want: Vec<(String, String)> = FIXED
-            .iter()
-            .map(|(c, ty)| ((*c).to_string(), (*ty).to_string()))
+        let want: Vec<(String, String)> = fixed()
+            .map(|(c, ty)| (c.to_string(), ty.to_string()))
             .chain(self.columns.meta_fields.iter().map(|f| (f.clone(), "text".to_string())))
             .chain([("embedding".to_string(), "vector".to_string())])
             .collect();
@@ -352,7 +351,7 @@ impl PgWriter {
         )
     }
 
-    fn read_progress(&mut self) -> Result<()> {
+    fn read_progress(&mut self) -> Result<Progress> {
         let shown = self.target.shown();
         let err = move |e: postgres::Error| {
             Error::Database(format!("{shown}: reading the job's progress: {}", message(&e)))
@@ -365,24 +364,18 @@ impl PgWriter {
             .client
             .query_opt(&format!("SELECT totals, complete FROM {JOBS} WHERE job = $1"), &[&self.job])
             .map_err(&err)?;
-        let Some(row) = row else { return Ok(()) };
-        let (totals, complete): (String, bool) = (row.get(0), row.get(1));
-        if complete {
-            // A finished run: a new run of the same job starts over (its upserts change nothing).
-            self.complete = self.opts.resume;
-        } else if !self.opts.resume {
-            return Err(Error::Config(format!(
-                "{}: an interrupted run of this job wrote part of the table: resume it (the same job with {}), or run it afresh after deleting its row in {JOBS}",
-                self.target.shown(),
-                crate::error::named("resume")
-            )));
-        }
-        if self.opts.resume {
-            self.committed = serde_json::from_str(&totals).map_err(|e| {
-                Error::Config(format!("{}: unreadable progress in {JOBS}: {e}", self.target.shown()))
-            })?;
-        }
-        Ok(())
+        let recorded = match row {
+            None => None,
+            Some(row) => {
+                let (totals, complete): (String, bool) = (row.get(0), row.get(1));
+                let totals = serde_json::from_str(&totals).map_err(|e| {
+                    Error::Config(format!("{}: unreadable progress in {JOBS}: {e}", self.target.shown()))
+                })?;
+                Some((complete, totals))
+            }
+        };
+        let afresh = format!("deleting its row in {JOBS}");
+        Progress::of_record(recorded, &self.opts, &self.target.shown(), "table", Some(&afresh))
     }
 
     /// Write one batch's rows and the job's totals after it, in one transaction, run again
@@ -416,7 +409,7 @@ impl PgWriter {
                     return Err(Error::Database(format!(
                         "{}: writing a batch failed after {}: {}{hint}",
                         self.target.shown(),
-                        crate::pipeline::plural(u64::from(attempt), "try"),
+                        crate::wording::plural(u64::from(attempt), "try"),
                         message(&e)
                     )));
                 }
@@ -432,8 +425,7 @@ impl PgWriter {
     ) -> std::result::Result<(), postgres::Error> {
         let t = self.target.quoted();
         let meta = &self.columns.meta_fields;
-        let names: Vec<String> = FIXED
-            .iter()
+        let names: Vec<String> = fixed()
             .map(|(c, _)| format!("\"{c}\""))
             .chain(meta.iter().map(|f| format!("\"{f}\"")))
             .chain(["\"embedding\"".to_string()])
@@ -448,9 +440,8 @@ impl PgWriter {
                 ))?;
             }
             let vector = tx.prepare("SELECT $1::vector")?.params()[0].clone();
-            let types: Vec<Type> = FIXED
-                .iter()
-                .map(|(_, ty)| match *ty {
+            let types: Vec<Type> = fixed()
+                .map(|(_, ty)| match ty {
                     "integer" => Type::INT4,
                     "bigint" => Type::INT8,
                     _ => Type::TEXT,
@@ -526,14 +517,6 @@ impl PgWriter {
 }
 
 impl DbWriter for PgWriter {
-    fn committed(&self) -> &Totals {
-        &self.committed
-    }
-
-    fn complete(&self) -> bool {
-        self.complete
-    }
-
     fn commit(&mut self, rows: &Rows, totals: &Totals) -> Result<()> {
         self.commit_batch(rows, totals)
     }

@@ -306,37 +306,6 @@ unsafe fn tile_release() {}
 mod tests {
     use super::*;
 
-    /// Seconds of the tiles' product against the f32 one (`gemm`, as the fused path runs it) on
-    /// MiniLM's feed-forward shape: `cargo test --release --lib amx_speed -- --ignored --nocapture`.
-    #[test]
-    #[ignore = "a timing, not a test"]
-    fn amx_speed() {
-        if !available() {
-            return;
-        }
-        let (n, k, m) = (4096, 384, 1536);
-        let x: Vec<f32> = (0..n * k).map(|i| (i % 17) as f32 / 17.0).collect();
-        let wt: Vec<f32> = (0..k * m).map(|i| (i % 13) as f32 / 13.0).collect();
-        let packed = Packed::new(&wt, k, m);
-        let t = std::time::Instant::now();
-        for _ in 0..10 {
-            std::hint::black_box(product(&x, n, &packed, None));
-        }
-        let amx = t.elapsed().as_secs_f64() / 10.0;
-        let t = std::time::Instant::now();
-        for _ in 0..10 {
-            std::hint::black_box(crate::embed::fused::product_f32(&x, &wt, (n, k, m)));
-        }
-        let f32s = t.elapsed().as_secs_f64() / 10.0;
-        let gflop = 2.0 * (n * k * m) as f64 / 1e9;
-        eprintln!(
-            "amx {amx:.4} s ({:.0} GFLOP/s), f32 {f32s:.4} s ({:.0} GFLOP/s): ×{:.2}",
-            gflop / amx,
-            gflop / f32s,
-            f32s / amx
-        );
-    }
-
     fn bf16_value(x: f32) -> f32 {
         f32::from_bits(u32::from(bf16(x)) << 16)
     }

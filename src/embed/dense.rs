@@ -72,7 +72,7 @@ impl Heads {
         for p in paths {
             let name = p.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
             let bad = |m: String| Error::model(dir.display(), format!("{name}: {m}"));
-            let cfg: DenseConfig = super::bert::read_json(p, "config.json")?;
+            let cfg: DenseConfig = super::st_config::read_json(p, "config.json")?;
             let act = match cfg.activation_function.as_deref().map(|a| a.rsplit('.').next().unwrap_or(a)) {
                 None | Some("Identity") => Activation::Identity,
                 Some("Tanh") => Activation::Tanh,

@@ -21,6 +21,7 @@ use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::VarBuilder;
 use serde::Deserialize;
 
+use super::weights::Checkpoint;
 use super::FlatBatch;
 use crate::Result;
 
@@ -213,6 +214,12 @@ pub struct Encoder {
     dtype: DType,
 }
 
+/// BERT's, RoBERTa's and MPNet's checkpoints: the encoder under its family's name, or `model.`.
+const CHECKPOINT: Checkpoint = Checkpoint {
+    prefixes: &["bert", "roberta", "mpnet", "model"],
+    probe: "embeddings.word_embeddings.weight",
+};
+
 impl Encoder {
     /// Run every linear layer's product in bf16 on AMX tiles ([`super::amx`]; f32 weights on
     /// the CPU only, and a CPU with AMX): what `--dtype bf16` means on the CPU. Everything else
@@ -235,13 +242,7 @@ impl Encoder {
     /// # Errors
     /// When a tensor is missing or has the wrong shape.
     pub fn load(vb: VarBuilder, cfg: &EncoderConfig, arch: Arch) -> candle_core::Result<Self> {
-        let prefix = ["bert", "roberta", "mpnet", "model"]
-            .into_iter()
-            .find(|p| vb.contains_tensor(&format!("{p}.embeddings.word_embeddings.weight")));
-        let vb = match prefix {
-            Some(p) => vb.pp(p),
-            None => vb,
-        };
+        let vb = CHECKPOINT.root(vb);
         let h = cfg.hidden_size;
         if cfg.num_attention_heads == 0 || !h.is_multiple_of(cfg.num_attention_heads) {
             candle_core::bail!(

@@ -30,6 +30,7 @@ pub mod modernbert;
 pub mod qwen3;
 pub mod rope_bert;
 pub mod rotary;
+pub mod st_config;
 pub mod static_model;
 pub mod tuned;
 pub mod weights;

@@ -25,6 +25,7 @@ use serde::Deserialize;
 use super::attention::{self, Heads, Mask, View};
 use super::layers::{fused_cpu, glu_ffn, Act, LayerNorm, Linear};
 use super::rotary::Rotary;
+use super::weights::Checkpoint;
 use super::FlatBatch;
 use crate::Result;
 
@@ -149,6 +150,9 @@ pub struct ModernBert {
     device: Device,
 }
 
+/// ModernBERT's checkpoints: the masked-LM ones put the encoder under `model.`.
+const CHECKPOINT: Checkpoint = Checkpoint { prefixes: &["model"], probe: "embeddings.tok_embeddings.weight" };
+
 impl ModernBert {
     /// Load from a VarBuilder at the weights' root (a `model.` prefix, as the masked-LM
     /// checkpoints have, is detected).
@@ -156,8 +160,7 @@ impl ModernBert {
     /// # Errors
     /// When a tensor is missing or has the wrong shape, or the config is not one this reads.
     pub fn load(vb: VarBuilder, cfg: &ModernBertConfig) -> candle_core::Result<Self> {
-        let vb =
-            if vb.contains_tensor("model.embeddings.tok_embeddings.weight") { vb.pp("model") } else { vb };
+        let vb = CHECKPOINT.root(vb);
         let (h, nh, inter) = (cfg.hidden_size, cfg.num_attention_heads, cfg.intermediate_size);
         if nh == 0 || !h.is_multiple_of(nh) || !(h / nh).is_multiple_of(2) {
             candle_core::bail!("hidden_size {h} does not split into {nh} heads of an even size");

@@ -17,6 +17,7 @@ use serde::Deserialize;
 use super::attention::{self, Heads, Mask};
 use super::layers::{glu_ffn, Act, Linear, RmsNorm};
 use super::rotary::Rotary;
+use super::weights::Checkpoint;
 use super::FlatBatch;
 use crate::Result;
 
@@ -84,6 +85,9 @@ pub struct Qwen3 {
     device: Device,
 }
 
+/// Qwen3's checkpoints: the causal-LM ones put the decoder under `model.`.
+const CHECKPOINT: Checkpoint = Checkpoint { prefixes: &["model"], probe: "embed_tokens.weight" };
+
 impl Qwen3 {
     /// Load from a VarBuilder at the weights' root (a `model.` prefix, as causal-LM checkpoints
     /// have, is detected).
@@ -91,7 +95,7 @@ impl Qwen3 {
     /// # Errors
     /// When a tensor is missing or has the wrong shape, or the config is not one this reads.
     pub fn load(vb: VarBuilder, cfg: &Qwen3Config) -> candle_core::Result<Self> {
-        let vb = if vb.contains_tensor("model.embed_tokens.weight") { vb.pp("model") } else { vb };
+        let vb = CHECKPOINT.root(vb);
         if cfg.use_sliding_window {
             candle_core::bail!("use_sliding_window is not supported (Qwen3-Embedding does not use it)");
         }

@@ -26,6 +26,7 @@ use serde::Deserialize;
 use super::attention::{self, Heads, Mask, View};
 use super::layers::{fused_cpu, glu_ffn, Act, LayerNorm, Linear};
 use super::rotary::Rotary;
+use super::weights::Checkpoint;
 use super::FlatBatch;
 use crate::Result;
 
@@ -148,6 +149,101 @@ fn layer_norm(vb: &VarBuilder, name: &str, h: usize, eps: f64) -> candle_core::R
     LayerNorm::load(vb, name, h, eps, vb.contains_tensor(&format!("{name}.bias")))
 }
 
+/// NomicBERT's and GTE's checkpoints (remote code: `new.`, `nomic_bert.`, `gte.`, or `model.`).
+const CHECKPOINT: Checkpoint = Checkpoint {
+    prefixes: &["new", "nomic_bert", "gte", "model"],
+    probe: "embeddings.word_embeddings.weight",
+};
+
+/// The tensor names of one layer in one of the layouts these checkpoints use: one name for a
+/// joined projection, several for separate ones (joined here in the order given).
+struct LayerNames {
+    /// The layers' names: `{at}.{i}.`.
+    at: &'static str,
+    /// A tensor below a layer that only this layout has.
+    probe: &'static str,
+    qkv: &'static [&'static str],
+    o: &'static str,
+    ln1: &'static str,
+    gate_up: &'static [&'static str],
+    /// Whether the joined gate/up projection holds the up half first (GTE's `up_gate_proj`).
+    up_first: bool,
+    down: &'static str,
+    ln2: &'static str,
+}
+
+/// The three layouts: separate projections (sentence-transformers' conversions), NomicBERT's
+/// remote code (`Wqkv`, `fc12` then `fc11`: gate first), and GTE's (`qkv_proj`, `up_gate_proj`).
+const LAYOUTS: [LayerNames; 3] = [
+    LayerNames {
+        at: "layers",
+        probe: "self_attn.q_proj.weight",
+        qkv: &["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"],
+        o: "self_attn.o_proj",
+        ln1: "post_attention_layernorm",
+        gate_up: &["mlp.gate_proj", "mlp.up_proj"],
+        up_first: false,
+        down: "mlp.down_proj",
+        ln2: "post_mlp_layernorm",
+    },
+    LayerNames {
+        at: "encoder.layers",
+        probe: "attn.Wqkv.weight",
+        qkv: &["attn.Wqkv"],
+        o: "attn.out_proj",
+        ln1: "norm1",
+        gate_up: &["mlp.fc12", "mlp.fc11"],
+        up_first: false,
+        down: "mlp.fc2",
+        ln2: "norm2",
+    },
+    LayerNames {
+        at: "encoder.layer",
+        probe: "attention.qkv_proj.weight",
+        qkv: &["attention.qkv_proj"],
+        o: "attention.o_proj",
+        ln1: "attn_ln",
+        gate_up: &["mlp.up_gate_proj"],
+        up_first: true,
+        down: "mlp.down_proj",
+        ln2: "mlp_ln",
+    },
+];
+
+impl LayerNames {
+    /// Layer `i` in this layout: its weights, and where gate and up start in the joined
+    /// projection.
+    fn load(
+        &self,
+        vb: &VarBuilder,
+        i: usize,
+        h: usize,
+        inter: usize,
+        eps: f64,
+    ) -> candle_core::Result<(Layer, (usize, usize))> {
+        let l = vb.pp(format!("{}.{i}", self.at));
+        // One joined projection of `parts` outputs of `each` is read whole; separate ones are
+        // joined in the table's order.
+        let joined = |names: &[&str], parts: usize, each: usize| -> candle_core::Result<Linear> {
+            match names {
+                [one] => linear(&l, one, h, parts * each),
+                many => Linear::concat(
+                    &many.iter().map(|n| linear(&l, n, h, each)).collect::<candle_core::Result<Vec<_>>>()?,
+                ),
+            }
+        };
+        let layer = Layer {
+            qkv: joined(self.qkv, 3, h)?,
+            o: linear(&l, self.o, h, h)?,
+            ln1: layer_norm(&l, self.ln1, h, eps)?,
+            gate_up: joined(self.gate_up, 2, inter)?,
+            down: linear(&l, self.down, inter, h)?,
+            ln2: layer_norm(&l, self.ln2, h, eps)?,
+        };
+        Ok((layer, if self.up_first { (inter, 0) } else { (0, inter) }))
+    }
+}
+
 impl RopeBert {
     /// Load from a VarBuilder at the weights' root (a `new.`, `nomic_bert.` or `gte.` prefix is
     /// detected).
@@ -156,13 +252,7 @@ impl RopeBert {
     /// When a tensor is missing or has the wrong shape, or the config asks for what this does
     /// not implement (partial or interleaved rotation, RMS norms, another RoPE scaling).
     pub fn load(vb: VarBuilder, cfg: &RopeBertConfig, family: Family) -> candle_core::Result<Self> {
-        let prefix = ["new", "nomic_bert", "gte", "model"]
-            .into_iter()
-            .find(|p| vb.contains_tensor(&format!("{p}.embeddings.word_embeddings.weight")));
-        let vb = match prefix {
-            Some(p) => vb.pp(p),
-            None => vb,
-        };
+        let vb = CHECKPOINT.root(vb);
         let (h, nh) = (cfg.hidden_size, cfg.num_attention_heads);
         let inter = cfg.intermediate_size.unwrap_or(4 * h);
         if nh == 0 || !h.is_multiple_of(nh) || !(h / nh).is_multiple_of(2) {
@@ -227,51 +317,11 @@ impl RopeBert {
         // first in GTE's up_gate_proj.
         let mut order = (0, inter);
         for i in 0..cfg.num_hidden_layers {
-            let (layer, o) = if vb.contains_tensor(&format!("layers.{i}.self_attn.q_proj.weight")) {
-                let l = vb.pp(format!("layers.{i}"));
-                let a = l.pp("self_attn");
-                let layer = Layer {
-                    qkv: Linear::concat(&[
-                        linear(&a, "q_proj", h, h)?,
-                        linear(&a, "k_proj", h, h)?,
-                        linear(&a, "v_proj", h, h)?,
-                    ])?,
-                    o: linear(&a, "o_proj", h, h)?,
-                    ln1: layer_norm(&l, "post_attention_layernorm", h, eps)?,
-                    gate_up: Linear::concat(&[
-                        linear(&l, "mlp.gate_proj", h, inter)?,
-                        linear(&l, "mlp.up_proj", h, inter)?,
-                    ])?,
-                    down: linear(&l, "mlp.down_proj", inter, h)?,
-                    ln2: layer_norm(&l, "post_mlp_layernorm", h, eps)?,
-                };
-                (layer, (0, inter))
-            } else if vb.contains_tensor(&format!("encoder.layers.{i}.attn.Wqkv.weight")) {
-                let l = vb.pp(format!("encoder.layers.{i}"));
-                let layer = Layer {
-                    qkv: linear(&l, "attn.Wqkv", h, 3 * h)?,
-                    o: linear(&l, "attn.out_proj", h, h)?,
-                    ln1: layer_norm(&l, "norm1", h, eps)?,
-                    gate_up: Linear::concat(&[
-                        linear(&l, "mlp.fc12", h, inter)?,
-                        linear(&l, "mlp.fc11", h, inter)?,
-                    ])?,
-                    down: linear(&l, "mlp.fc2", inter, h)?,
-                    ln2: layer_norm(&l, "norm2", h, eps)?,
-                };
-                (layer, (0, inter))
-            } else {
-                let l = vb.pp(format!("encoder.layer.{i}"));
-                let layer = Layer {
-                    qkv: linear(&l, "attention.qkv_proj", h, 3 * h)?,
-                    o: linear(&l, "attention.o_proj", h, h)?,
-                    ln1: layer_norm(&l, "attn_ln", h, eps)?,
-                    gate_up: linear(&l, "mlp.up_gate_proj", h, 2 * inter)?,
-                    down: linear(&l, "mlp.down_proj", inter, h)?,
-                    ln2: layer_norm(&l, "mlp_ln", h, eps)?,
-                };
-                (layer, (inter, 0))
-            };
+            let names = LAYOUTS
+                .iter()
+                .find(|n| vb.contains_tensor(&format!("{}.{i}.{}", n.at, n.probe)))
+                .unwrap_or(&LAYOUTS[LAYOUTS.len() - 1]);
+            let (layer, o) = names.load(&vb, i, h, inter, eps)?;
             if i > 0 && o != order {
                 candle_core::bail!("layers {} and {i} use different weight layouts", i - 1);
             }

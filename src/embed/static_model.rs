@@ -12,7 +12,7 @@ use safetensors::{Dtype, SafeTensors};
 use serde::Deserialize;
 use tokenizers::Tokenizer;
 
-use super::bert::{load_tokenizer, read_json};
+use super::st_config::{load_tokenizer, read_json};
 use super::{normalize, Embedder, FlatBatch};
 use crate::wordpiece::TextTokenizer;
 use crate::{Error, Result};

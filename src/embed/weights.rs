@@ -171,6 +171,27 @@ pub fn var_builder(path: &Path, dtype: DType, device: &Device) -> Result<VarBuil
     Ok(VarBuilder::from_backend(Box::new(SafetensorsFile::open(path)?), dtype, device.clone()))
 }
 
+/// Where an architecture's own tensor names start in a checkpoint: the prefixes its
+/// checkpoints put before them (`bert.`, `model.`, a remote-code model's `nomic_bert.`), each
+/// told by one tensor that every checkpoint of the architecture has. One table per architecture
+/// (`CHECKPOINT` in each model file), read by [`Checkpoint::root`].
+pub struct Checkpoint {
+    pub prefixes: &'static [&'static str],
+    /// A tensor's name below the prefix (`embeddings.word_embeddings.weight`).
+    pub probe: &'static str,
+}
+
+impl Checkpoint {
+    /// `vb` moved under the first prefix the checkpoint has, or left at the root.
+    #[must_use]
+    pub fn root<'a>(&self, vb: VarBuilder<'a>) -> VarBuilder<'a> {
+        match self.prefixes.iter().find(|p| vb.contains_tensor(&format!("{p}.{}", self.probe))) {
+            Some(p) => vb.pp(*p),
+            None => vb,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -183,7 +183,7 @@ impl LlmBackend for OpenAiChat {
                 Err(Failure { transient, message: msg, wait, no_connection }) => {
                     if !transient || attempt >= self.retries {
                         let tries = if transient {
-                            format!(" after {}", crate::pipeline::plural(u64::from(attempt), "retry"))
+                            format!(" after {}", crate::wording::plural(u64::from(attempt), "retry"))
                         } else {
                             String::new()
                         };

@@ -8,7 +8,7 @@ use arrow_array::builder::{FixedSizeListBuilder, Float32Builder, Int64Builder, S
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
-use super::{ChunkSink, Columns};
+use super::{ChunkSink, Columns, FieldKind, CHUNK_FIELDS, WINDOW_FIELDS};
 use crate::chunk::ChunkSpan;
 use crate::corpus::Document;
 use crate::{Error, Result};
@@ -23,21 +23,16 @@ pub const BATCH_ROWS: usize = 4096;
 /// given.
 #[must_use]
 pub fn schema(columns: &Columns) -> SchemaRef {
-    let mut fields = vec![
-        Field::new("id", DataType::Utf8, false),
-        Field::new("doc_id", DataType::Utf8, false),
-        Field::new("index", DataType::Int64, false),
-        Field::new("start", DataType::Int64, false),
-        Field::new("end", DataType::Int64, false),
-        Field::new("text", DataType::Utf8, false),
-        Field::new("tokens", DataType::Int64, false),
-        Field::new("sentences", DataType::Int64, false),
-        Field::new("context", DataType::Utf8, false),
-    ];
+    let arrow_field = |f: &super::Field| {
+        let ty = match f.kind {
+            FieldKind::Text => DataType::Utf8,
+            FieldKind::Count | FieldKind::Offset => DataType::Int64,
+        };
+        Field::new(f.name, ty, false)
+    };
+    let mut fields: Vec<Field> = CHUNK_FIELDS.iter().map(arrow_field).collect();
     if columns.windows {
-        fields.push(Field::new("window_start", DataType::Int64, false));
-        fields.push(Field::new("window_end", DataType::Int64, false));
-        fields.push(Field::new("window_text", DataType::Utf8, false));
+        fields.extend(WINDOW_FIELDS.iter().map(arrow_field));
     }
     fields.extend(columns.meta_fields.iter().map(|f| Field::new(f, DataType::Utf8, true)));
     if let Some(d) = columns.dim {

@@ -25,14 +25,58 @@ pub use arrow::ArrowSink;
 pub use jsonl::JsonlSink;
 pub use parquet::ParquetSink;
 
-/// The fields of every chunk record, in order (JSONL keys, Parquet columns).
+/// A field of a chunk record: its name and kind. This one list describes the record for every
+/// output (JSONL keys, Parquet's and LanceDB's columns, pgvector's table), so that a new field is
+/// added once; each output maps the kinds to its own types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Field {
+    pub name: &'static str,
+    pub kind: FieldKind,
+    /// Whether a database row holds it (the sentence count is the file records' alone).
+    pub in_db: bool,
+}
+
+/// What a [`Field`] holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldKind {
+    Text,
+    /// A small count (an index, a number of tokens): 32 bits in SQL, 64 in Arrow.
+    Count,
+    /// A byte offset: 64 bits everywhere.
+    Offset,
+}
+
+const fn field(name: &'static str, kind: FieldKind, in_db: bool) -> Field {
+    Field { name, kind, in_db }
+}
+
+/// The fields of every chunk record, in order (JSONL keys, Parquet columns; a database row
+/// holds those marked `in_db`, then the metadata fields and `embedding`).
 /// `id` is [`crate::chunk::chunk_id`]: the same on every run for the same chunk, so a loader
 /// can upsert by it.
-pub const CHUNK_FIELDS: [&str; 9] =
-    ["id", "doc_id", "index", "start", "end", "text", "tokens", "sentences", "context"];
+pub const CHUNK_FIELDS: [Field; 9] = [
+    field("id", FieldKind::Text, true),
+    field("doc_id", FieldKind::Text, true),
+    field("index", FieldKind::Count, true),
+    field("start", FieldKind::Offset, true),
+    field("end", FieldKind::Offset, true),
+    field("text", FieldKind::Text, true),
+    field("tokens", FieldKind::Count, true),
+    field("sentences", FieldKind::Count, false),
+    field("context", FieldKind::Text, true),
+];
 
 /// The fields a chunk record adds when its chunks have windows (`overlap`), after `context`.
-pub const WINDOW_FIELDS: [&str; 3] = ["window_start", "window_end", "window_text"];
+pub const WINDOW_FIELDS: [Field; 3] = [
+    field("window_start", FieldKind::Offset, false),
+    field("window_end", FieldKind::Offset, false),
+    field("window_text", FieldKind::Text, false),
+];
+
+/// The fields a database row holds before its metadata and vector, in order.
+pub fn db_fields() -> impl Iterator<Item = &'static Field> {
+    CHUNK_FIELDS.iter().filter(|f| f.in_db)
+}
 
 /// What a job's records hold besides the fixed fields: carried metadata fields, chunk
 /// vectors of `dim` floats, and windows ([`WINDOW_FIELDS`]).
@@ -115,7 +159,7 @@ impl OutputFormat {
 /// # Errors
 /// A configuration error naming the first such field.
 pub fn check_meta_fields(fields: &[String]) -> Result<()> {
-    let own = |f: &str| CHUNK_FIELDS.contains(&f) || WINDOW_FIELDS.contains(&f) || f == "embedding";
+    let own = |f: &str| CHUNK_FIELDS.iter().chain(&WINDOW_FIELDS).any(|c| c.name == f) || f == "embedding";
     if let Some(f) = fields.iter().find(|f| own(f)) {
         return Err(Error::setting("meta_fields", format!("{f:?} is one of the chunk record's own fields")));
     }

@@ -12,38 +12,14 @@
 //! on the sequence of chunks, so a resumed job's output equals an uninterrupted one's byte
 //! for byte.
 
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use crate::output::{ChunkSink, Columns, JsonlSink, JsonlWriter, OutputFormat, ParquetSink};
+use crate::totals::Totals;
 use crate::{Error, Result};
-
-/// Running totals of a job, kept in the manifest so a resumed job reports the whole run.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Totals {
-    /// Documents chunked (fallbacks included, skipped ones not).
-    pub documents: u64,
-    pub chunks: u64,
-    /// Bytes of text in the documents chunked.
-    pub bytes: u64,
-    pub tokens: u64,
-    /// Documents skipped, by kind of problem.
-    pub skipped: BTreeMap<String, u64>,
-    /// Documents chunked by the sentence-packing fallback after a model failure.
-    pub fallbacks: u64,
-    /// Input items (documents and bad records) consumed, in the job's (shard's) order.
-    pub items: u64,
-}
-
-impl Totals {
-    #[must_use]
-    pub fn skipped_total(&self) -> u64 {
-        self.skipped.values().sum()
-    }
-}
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Manifest {

@@ -40,8 +40,9 @@ use crate::span::trim;
 use crate::spec::ChunkerSpec;
 use crate::{Error, Result};
 
+use crate::totals::Totals;
+use crate::wording::plural;
 pub use batch::{chunk_texts, VectorPlan};
-pub use commit::Totals;
 
 /// What to do with a document that cannot be chunked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -335,23 +336,6 @@ impl JobStats {
             }
         }
         s
-    }
-}
-
-/// `n word`, with the word's plural (an `s`, or `es` after `ch`, `sh`, `s`, `x`) unless `n` is 1.
-#[must_use]
-pub fn plural(n: u64, word: &str) -> String {
-    if n == 1 {
-        format!("1 {word}")
-    } else if ["ch", "sh", "s", "x"].iter().any(|e| word.ends_with(e)) {
-        format!("{n} {word}es")
-    } else if word.ends_with('y')
-        && !matches!(word.chars().rev().nth(1), Some('a' | 'e' | 'i' | 'o' | 'u') | None)
-    {
-        // retry → retries, batch of a query → queries; day → days.
-        format!("{n} {}ies", &word[..word.len() - 1])
-    } else {
-        format!("{n} {word}s")
     }
 }
 

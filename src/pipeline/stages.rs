@@ -5,12 +5,13 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::time::Instant;
 
 use super::batch::{self, VectorPlan};
-use super::commit::{Committer, Totals};
+use super::commit::Committer;
 use super::{peak_rss, Job, JobStats, OnError, StageSeconds, Target};
 use crate::chunk::ChunkSpan;
 use crate::chunkers::{DocChunks, Pending};
 use crate::corpus::Document;
 use crate::output::{ChunkSink, Columns, JsonlSink, JsonlWriter};
+use crate::totals::Totals;
 use crate::{Error, Result};
 
 /// One input item: a document, or a document that could not be read.
@@ -183,6 +184,7 @@ pub(super) fn run(
     let plan = VectorPlan::new(job.chunker, opts.embeddings, job.embedder.clone(), opts.long, opts.late)?
         .map(|p| VectorPlan { context_prefix: opts.context_prefix, ..p });
     let mut writer = Writer::open(target, job, plan.as_ref().map(VectorPlan::dim))?;
+    // A resumed job goes on after what its output holds; a finished one has nothing to read.
     let mut totals = writer.totals();
     let skip = if writer.complete() { u64::MAX } else { totals.items };
     let depth = opts.channel_depth.max(1);
@@ -211,30 +213,8 @@ pub(super) fn run(
             })
         });
         let fin = s.spawn(move || stage(&rx_dev, &tx_fin, |st| finish(job, plan, st)));
-        let mut write_busy = 0.0;
-        let mut outcome = Ok(());
-        for msg in &rx_fin {
-            let t = Instant::now();
-            let r = msg.and_then(|f| {
-                stats.units += f.units;
-                let processed = f.batch.bytes;
-                writer.write(f, &mut totals, &mut stats, opts.on_error)?;
-                if let Some(p) = &progress {
-                    p.inc(processed);
-                    p.set_message(format!(
-                        "{}, {}",
-                        super::plural(totals.documents, "doc"),
-                        super::plural(totals.chunks, "chunk")
-                    ));
-                }
-                Ok(())
-            });
-            write_busy += t.elapsed().as_secs_f64();
-            if r.is_err() {
-                outcome = r;
-                break;
-            }
-        }
+        let (outcome, write_busy) =
+            write_all(&rx_fin, &mut writer, &mut totals, &mut stats, progress.as_ref(), opts.on_error);
         // Closing the last receiver stops the stages upstream at their next send.
         drop(rx_fin);
         let busy = |h: std::thread::ScopedJoinHandle<'_, f64>| {
@@ -256,6 +236,41 @@ pub(super) fn run(
     stats.peak_rss = peak_rss();
     stats.llm = job.chunker.llm_cost().zip(llm_before).map(|(now, before)| now.since(&before));
     Ok(stats)
+}
+
+/// The write stage, on the job's own thread: each finished batch into the output, in order,
+/// until the batches end or one fails; the outcome, and the seconds it was busy.
+fn write_all(
+    rx: &Receiver<Msg<Finished>>,
+    writer: &mut Writer,
+    totals: &mut Totals,
+    stats: &mut JobStats,
+    progress: Option<&indicatif::ProgressBar>,
+    on_error: OnError,
+) -> (Result<()>, f64) {
+    let mut busy = 0.0;
+    for msg in rx {
+        let t = Instant::now();
+        let r = msg.and_then(|f| {
+            stats.units += f.units;
+            let processed = f.batch.bytes;
+            writer.write(f, totals, stats, on_error)?;
+            if let Some(p) = progress {
+                p.inc(processed);
+                p.set_message(format!(
+                    "{}, {}",
+                    crate::wording::plural(totals.documents, "doc"),
+                    crate::wording::plural(totals.chunks, "chunk")
+                ));
+            }
+            Ok(())
+        });
+        busy += t.elapsed().as_secs_f64();
+        if r.is_err() {
+            return (r, busy);
+        }
+    }
+    (Ok(()), busy)
 }
 
 fn progress_bar(on: bool, total: Option<u64>) -> Option<indicatif::ProgressBar> {
