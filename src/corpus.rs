@@ -24,19 +24,68 @@ use crate::{Error, Result};
 
 /// One document: an id, its UTF-8 text, and the metadata fields carried from its record
 /// (in the order of [`ReadOptions::meta_fields`]; `null` where a record lacks one). Every
-/// span seamcut produces is a byte range of `text`.
+/// span seamcut produces is a byte range of `text`; the offsets a chunk record carries are
+/// [`Document::source_offset`]s, byte offsets into the input as it was read.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Document {
     pub id: String,
     pub text: String,
     pub meta: Vec<serde_json::Value>,
+    /// Where a lossy read of a text file replaced invalid bytes (`None`: the text is the
+    /// file's bytes).
+    pub replaced: Option<std::sync::Arc<Replaced>>,
 }
 
 impl Document {
     #[must_use]
     pub fn new(id: impl Into<String>, text: impl Into<String>) -> Self {
-        Self { id: id.into(), text: text.into(), meta: Vec::new() }
+        Self { id: id.into(), text: text.into(), meta: Vec::new(), replaced: None }
     }
+
+    /// The byte offset in the input that `at` (a char boundary of `text`) stands for: `at`
+    /// itself, unless a lossy read put U+FFFD (3 bytes) where the input had 1 to 3 invalid
+    /// bytes before it. Slicing the file as read at two such offsets gives the chunk's bytes.
+    #[must_use]
+    pub fn source_offset(&self, at: usize) -> usize {
+        self.replaced.as_ref().map_or(at, |r| r.source(at))
+    }
+}
+
+/// Where a lossy read replaced invalid UTF-8: the text offset of each U+FFFD it wrote, and the
+/// running difference between input and text offsets after it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Replaced {
+    at: Vec<usize>,
+    shift: Vec<isize>,
+}
+
+impl Replaced {
+    fn source(&self, at: usize) -> usize {
+        match self.at.partition_point(|&a| a < at) {
+            0 => at,
+            k => at.saturating_add_signed(self.shift[k - 1]),
+        }
+    }
+}
+
+/// `bytes` as UTF-8 with each maximal invalid sequence replaced by U+FFFD (the text
+/// [`String::from_utf8_lossy`] gives), and where it did so (`None` where nothing was).
+#[must_use]
+pub fn decode_lossy(bytes: &[u8]) -> (String, Option<Replaced>) {
+    let mut text = String::with_capacity(bytes.len());
+    let mut r = Replaced::default();
+    let mut shift = 0isize;
+    for chunk in bytes.utf8_chunks() {
+        text.push_str(chunk.valid());
+        let bad = chunk.invalid();
+        if !bad.is_empty() {
+            r.at.push(text.len());
+            shift += bad.len() as isize - '\u{FFFD}'.len_utf8() as isize;
+            r.shift.push(shift);
+            text.push('\u{FFFD}');
+        }
+    }
+    (text, (!r.at.is_empty()).then_some(r))
 }
 
 /// How input files are read.
@@ -66,8 +115,9 @@ pub struct ReadOptions {
     pub text_field: String,
     /// Fields (columns) carried from each record into its chunks.
     pub meta_fields: Vec<String>,
-    /// Replace invalid UTF-8 with U+FFFD instead of failing. Offsets then refer to the
-    /// repaired text.
+    /// Replace invalid UTF-8 with U+FFFD instead of failing. A text file's chunk offsets
+    /// still index the file's bytes ([`Document::source_offset`]); a JSONL record's index its
+    /// text field as decoded, replacement characters included.
     pub lossy: bool,
 }
 
@@ -297,10 +347,10 @@ impl Documents {
         &self.stats
     }
 
-    fn decode(&self, label: &str, bytes: Vec<u8>) -> Result<String> {
+    fn decode(&self, label: &str, bytes: Vec<u8>) -> Result<(String, Option<Replaced>)> {
         match String::from_utf8(bytes) {
-            Ok(s) => Ok(s),
-            Err(e) if self.opts.lossy => Ok(String::from_utf8_lossy(e.as_bytes()).into_owned()),
+            Ok(s) => Ok((s, None)),
+            Err(e) if self.opts.lossy => Ok(decode_lossy(e.as_bytes())),
             Err(e) => {
                 Err(Error::InvalidUtf8 { path: label.to_string(), offset: e.utf8_error().valid_up_to() })
             }
@@ -411,8 +461,13 @@ impl Documents {
             return Err(Error::Binary { path: label, offset });
         }
         self.stats.bytes += bytes.len() as u64;
-        let text = self.decode(&label, bytes)?;
-        Ok(Document { id: label, text, meta: vec![serde_json::Value::Null; self.opts.meta_fields.len()] })
+        let (text, replaced) = self.decode(&label, bytes)?;
+        Ok(Document {
+            id: label,
+            text,
+            meta: vec![serde_json::Value::Null; self.opts.meta_fields.len()],
+            replaced: replaced.map(std::sync::Arc::new),
+        })
     }
 
     /// Next document of a JSONL source; `Ok(None)` at its end.
@@ -469,7 +524,7 @@ impl Documents {
                 _ => format!("{label}:{line}"),
             };
             let meta = self.opts.meta_fields.iter().map(|f| obj.remove(f).unwrap_or_default()).collect();
-            return Ok(Some(Document { id, text, meta }));
+            return Ok(Some(Document { id, text, meta, replaced: None }));
         }
     }
 
@@ -526,7 +581,7 @@ impl Documents {
                 .iter()
                 .map(|f| column(f).and_then(|c| cell(c.as_ref(), i)).unwrap_or_default())
                 .collect();
-            return Ok(Some(Document { id, text, meta }));
+            return Ok(Some(Document { id, text, meta, replaced: None }));
         }
     }
 }
@@ -606,5 +661,35 @@ impl Iterator for Documents {
                 Err(e) => return Some(Err(e)),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The lossy text is `from_utf8_lossy`'s, and every char boundary maps to an input
+        /// offset such that the bytes between two boundaries decode to the text between them.
+        #[test]
+        fn lossy_offsets_map_text_back_to_the_input(bytes in proptest::collection::vec(
+            prop_oneof![Just(0xffu8), Just(0xe2), Just(0x82), Just(0xc3), Just(0xa9), 0x20u8..0x7f], 0..60)) {
+            let (text, replaced) = decode_lossy(&bytes);
+            prop_assert_eq!(&text, &String::from_utf8_lossy(&bytes));
+            let doc = Document { replaced: replaced.map(std::sync::Arc::new), ..Document::new("d", text.clone()) };
+            let cuts: Vec<usize> = (0..=text.len()).filter(|&i| text.is_char_boundary(i)).collect();
+            prop_assert_eq!(doc.source_offset(text.len()), bytes.len());
+            for w in cuts.windows(2) {
+                let (a, b) = (doc.source_offset(w[0]), doc.source_offset(w[1]));
+                prop_assert_eq!(String::from_utf8_lossy(&bytes[a..b]), &text[w[0]..w[1]]);
+            }
+        }
+    }
+
+    #[test]
+    fn valid_text_has_no_map() {
+        assert_eq!(decode_lossy("héllo \u{FFFD}".as_bytes()).1, None);
+        assert_eq!(Document::new("d", "abc").source_offset(2), 2);
     }
 }

@@ -482,6 +482,23 @@ impl ChunkerSpec {
     /// # Errors
     /// As [`Self::from_params`].
     pub fn with_params(&self, params: serde_json::Map<String, serde_json::Value>) -> Result<Self> {
+        self.with_params_but(params, &[])
+    }
+
+    /// [`Self::with_params`] for a request to a server: the fields that name the machine
+    /// ([`MACHINE_FIELDS`], which the server refuses) are not offered as known parameters.
+    ///
+    /// # Errors
+    /// As [`Self::from_params`].
+    pub fn with_request_params(&self, params: serde_json::Map<String, serde_json::Value>) -> Result<Self> {
+        self.with_params_but(params, &MACHINE_FIELDS)
+    }
+
+    fn with_params_but(
+        &self,
+        params: serde_json::Map<String, serde_json::Value>,
+        unoffered: &[&str],
+    ) -> Result<Self> {
         use serde_json::Value;
         let bad = |e: serde_json::Error| Error::Config(format!("invalid chunker parameters: {e}"));
         let chunker: ChunkerKind = match params.get("chunker") {
@@ -529,7 +546,8 @@ impl ChunkerSpec {
             } else if own_fields.contains(&k) {
                 flat.insert(k, v);
             } else {
-                let mut known: Vec<&str> = spec.keys().map(String::as_str).collect();
+                let mut known: Vec<&str> =
+                    spec.keys().map(String::as_str).filter(|k| !unoffered.contains(k)).collect();
                 known.extend(own_fields.iter().map(String::as_str));
                 return Err(Error::Config(format!(
                     "unknown parameter {k:?} for the {chunker} chunker (known: {})",
@@ -608,6 +626,7 @@ impl ChunkerSpec {
     /// chunker, a minimum above the cap, a bad window), or the model's or tokenizer's load
     /// error.
     pub fn build(&self) -> Result<Box<dyn Chunker>> {
+        self.check_ranges()?;
         let opts = self.options();
         if self.chunker.is_baseline() {
             return build_baseline(self.chunker, self.sizer.build()?, opts);
@@ -616,6 +635,84 @@ impl ChunkerSpec {
         let (chunker, sizer) =
             if self.chunker.is_llm() { self.build_llm(opts)? } else { self.build_semantic(opts)? };
         Ok(windowed(chunker, &sizer, self.overlap))
+    }
+
+    /// Every numeric setting within its range, checked where the spec is built so that the
+    /// CLI, a spec file, Python and the server refuse a value the same way (each front end
+    /// names the setting its own way, [`Error::render`]).
+    ///
+    /// # Errors
+    /// The first setting out of its range, by its spec name.
+    pub fn check_ranges(&self) -> Result<()> {
+        let within = |name: &'static str, v: f64, lo: f64, hi: f64, what: &str| -> Result<()> {
+            if v.is_finite() && (lo..=hi).contains(&v) {
+                Ok(())
+            } else {
+                Err(Error::setting(name, format!("{what} (got {v})")))
+            }
+        };
+        let at_least = |name: &'static str, v: usize, lo: usize, what: &str| -> Result<()> {
+            if v >= lo {
+                Ok(())
+            } else {
+                Err(Error::setting(name, format!("{what} (got {v})")))
+            }
+        };
+        const ANY: f64 = f64::MAX;
+        if let HardThr::Fixed(t) = self.maxmin.hard_thr {
+            within(
+                "maxmin.hard_thr",
+                t,
+                -1.0,
+                1.0,
+                "is a cosine similarity: give a number from -1 to 1, or auto",
+            )?;
+        }
+        within("maxmin.c", self.maxmin.c, 0.0, ANY, "must be a number >= 0")?;
+        within("maxmin.init_const", self.maxmin.init_const, 0.0, ANY, "must be a number >= 0")?;
+        within(
+            "minima.threshold",
+            self.minima.threshold,
+            0.0,
+            1.0,
+            "is a percentile: give a number from 0 to 1",
+        )?;
+        within("minima.filter_tolerance", self.minima.filter_tolerance, 0.0, ANY, "must be a number >= 0")?;
+        at_least("minima.similarity_window", self.minima.similarity_window, 1, "must be at least 1 unit")?;
+        if let Some(a) = self.breakpoint.amount {
+            let hi = match self.breakpoint.kind {
+                ThresholdType::Percentile | ThresholdType::Gradient => 100.0,
+                ThresholdType::StandardDeviation | ThresholdType::Interquartile => ANY,
+            };
+            within("breakpoint.amount", a, 0.0, hi, &format!("must be a number from 0 to {hi}"))?;
+        }
+        if let Some(n) = self.breakpoint.number_of_chunks {
+            at_least("breakpoint.number_of_chunks", n, 1, "must be at least 1")?;
+        }
+        for (name, w) in [
+            ("global.size_weight", self.global.size_weight),
+            ("global.depth_weight", self.global.depth_weight),
+            ("global.heading_weight", self.global.heading_weight),
+        ] {
+            within(name, w, 0.0, ANY, "must be a finite number >= 0")?;
+        }
+        at_least("global.block", self.global.block, 1, "must be at least 1 unit")?;
+        if let Some(d) = self.dims {
+            at_least("dims", d, 1, "must keep at least 1 dimension")?;
+        }
+        within("llm.temperature", self.llm.temperature, 0.0, 2.0, "must be a number from 0 to 2")?;
+        if !(self.llm.timeout_s.is_finite() && self.llm.timeout_s > 0.0) {
+            return Err(Error::setting(
+                "llm.timeout_s",
+                format!("must be a number of seconds > 0 (got {})", self.llm.timeout_s),
+            ));
+        }
+        at_least("llm.concurrency", self.llm.concurrency, 1, "must be at least 1 request")?;
+        let l = &self.lumber;
+        if l.theta == 0 || l.attempts == 0 || l.candidates == 0 || l.groups == 0 {
+            return Err(Error::setting("lumber", "theta, attempts, candidates and groups must be > 0"));
+        }
+        Ok(())
     }
 
     /// An embedding chunker, and the sizer it counts with.
@@ -668,9 +765,6 @@ impl ChunkerSpec {
     /// An LLM chunker, and the sizer it counts with.
     fn build_llm(&self, opts: ChunkOptions) -> Result<(Box<dyn Chunker>, Arc<dyn Sizer>)> {
         let l = &self.lumber;
-        if l.theta == 0 || l.attempts == 0 || l.candidates == 0 || l.groups == 0 {
-            return Err(Error::setting("lumber", "theta, attempts, candidates and groups must be > 0"));
-        }
         let compute = self.compute()?;
         let llm = self.llm.build(&compute)?;
         let (sizer, guide): (Arc<dyn Sizer>, _) = if self.chunker == ChunkerKind::LumberGuided {
@@ -719,32 +813,17 @@ impl ChunkerSpec {
                 let p = MaxMinParams { c: self.maxmin.c, hard_thr, init_const: self.maxmin.init_const };
                 (Rule::MaxMin(p), note)
             }
-            ChunkerKind::Global => {
-                let g = &self.global;
-                for (name, w) in [
-                    ("global.size_weight", g.size_weight),
-                    ("global.depth_weight", g.depth_weight),
-                    ("global.heading_weight", g.heading_weight),
-                ] {
-                    if !(w >= 0.0 && w.is_finite()) {
-                        return Err(Error::setting(name, format!("must be a finite number >= 0 (got {w})")));
-                    }
-                }
-                if g.block == 0 {
-                    return Err(Error::setting("global.block", "must be at least 1 unit"));
-                }
-                (
-                    Rule::Global(GlobalParams {
-                        target_tokens: self.global.target_tokens.resolve(self.max_tokens),
-                        penalty: 0.0,
-                        size_weight: self.global.size_weight,
-                        depth_weight: self.global.depth_weight,
-                        block: self.global.block,
-                        heading_weight: self.global.heading_weight,
-                    }),
-                    String::new(),
-                )
-            }
+            ChunkerKind::Global => (
+                Rule::Global(GlobalParams {
+                    target_tokens: self.global.target_tokens.resolve(self.max_tokens),
+                    penalty: 0.0,
+                    size_weight: self.global.size_weight,
+                    depth_weight: self.global.depth_weight,
+                    block: self.global.block,
+                    heading_weight: self.global.heading_weight,
+                }),
+                String::new(),
+            ),
             ChunkerKind::Minima => (
                 Rule::Minima(
                     MinimaParams {

@@ -260,11 +260,24 @@ impl ChromaWriter {
         format!("{}/{}/{url}", self.target.collections(), self.id)
     }
 
+    /// Write the job's progress into the collection's metadata. Chroma replaces a collection's
+    /// metadata whole and has no compare-and-set, so the metadata is read again just before
+    /// (other jobs, such as the other shards of this one, keep their keys): only two writers'
+    /// progress within the same few milliseconds can lose one of them, and a lost progress only
+    /// makes that job's `--resume` write its batches again, which changes nothing.
     fn progress(&self, totals: &Totals, complete: bool) -> Result<()> {
         let p = json!({"totals": totals, "complete": complete}).to_string();
-        let mut metadata = self.metadata.clone();
-        metadata.insert(self.key.clone(), Value::String(p));
+        // Chroma reads a collection by its name and writes it by its id.
+        let named = format!("{}/{}", self.target.collections(), self.target.collection);
+        let now = self.call("GET", &named, None, 6)?;
+        let ours = now["id"].as_str() == Some(self.id.as_str());
+        let mut metadata = match now["metadata"].as_object() {
+            Some(m) if ours => m.clone(),
+            // Deleted and made again under us: the write below by id says so.
+            _ => self.metadata.clone(),
+        };
         let url = format!("{}/{}", self.target.collections(), self.id);
+        metadata.insert(self.key.clone(), Value::String(p));
         self.call("PUT", &url, Some(&json!({"new_metadata": metadata})), 6).map(|_| ())
     }
 

@@ -385,14 +385,15 @@ impl ChunkSink for Rows {
         self.docs.push(doc.id.clone());
         for (i, (c, context)) in chunks.iter().zip(contexts).enumerate() {
             let text = &doc.text[c.start..c.end];
+            let (start, end) = (doc.source_offset(c.start), doc.source_offset(c.end));
             let to_i32 = |n: usize| i32::try_from(n).map_err(|_| Error::Internal(format!("{n} is past i32")));
             self.bytes += text.len();
             self.rows.push(Row {
-                id: chunk_id(&doc.id, c.start, c.end, text),
+                id: chunk_id(&doc.id, start, end, text),
                 doc_id: doc.id.clone(),
                 index: to_i32(i)?,
-                start: c.start as i64,
-                end: c.end as i64,
+                start: start as i64,
+                end: end as i64,
                 text: text.to_string(),
                 tokens: to_i32(c.tokens)?,
                 context,

@@ -351,27 +351,56 @@ impl PgWriter {
         )
     }
 
+    /// The job's progress row, where it describes this table: a row is kept beside the table
+    /// (in `seamcut_jobs`), so it can outlive what it describes. It records the table's oid,
+    /// which a dropped and recreated table, a restored dump or another database does not have,
+    /// and a progress of some chunks in an empty table (truncated) is not the table's either;
+    /// such a row is set aside and the job starts afresh, rather than finding itself done.
     fn read_progress(&mut self) -> Result<Progress> {
         let shown = self.target.shown();
         let err = move |e: postgres::Error| {
             Error::Database(format!("{shown}: reading the job's progress: {}", message(&e)))
         };
         self.ddl(&format!(
-            "CREATE TABLE IF NOT EXISTS {JOBS} (job text PRIMARY KEY, tbl text NOT NULL, totals text NOT NULL, complete boolean NOT NULL)"
+            "CREATE TABLE IF NOT EXISTS {JOBS} (job text PRIMARY KEY, tbl text NOT NULL, totals text NOT NULL, complete boolean NOT NULL, reloid bigint); \
+             ALTER TABLE {JOBS} ADD COLUMN IF NOT EXISTS reloid bigint"
         ))
         .map_err(&err)?;
         let row = self
             .client
-            .query_opt(&format!("SELECT totals, complete FROM {JOBS} WHERE job = $1"), &[&self.job])
+            .query_opt(
+                &format!(
+                    "SELECT totals, complete, reloid IS NULL OR reloid = to_regclass($2)::oid::bigint, \
+                     NOT EXISTS (SELECT 1 FROM {}) FROM {JOBS} WHERE job = $1",
+                    self.target.quoted()
+                ),
+                &[&self.job, &self.target.table],
+            )
             .map_err(&err)?;
         let recorded = match row {
             None => None,
             Some(row) => {
-                let (totals, complete): (String, bool) = (row.get(0), row.get(1));
-                let totals = serde_json::from_str(&totals).map_err(|e| {
+                let (totals, complete, same_table, empty): (String, bool, bool, bool) =
+                    (row.get(0), row.get(1), row.get(2), row.get(3));
+                let totals: serde_json::Value = serde_json::from_str(&totals).map_err(|e| {
                     Error::Config(format!("{}: unreadable progress in {JOBS}: {e}", self.target.shown()))
                 })?;
-                Some((complete, totals))
+                let chunks = totals["chunks"].as_u64().unwrap_or(0);
+                if same_table && !(empty && chunks > 0) {
+                    Some((complete, totals))
+                } else {
+                    let why = if same_table {
+                        "the table is empty"
+                    } else {
+                        "the table is not the one it describes"
+                    };
+                    eprintln!(
+                        "seamcut: {}: the job's progress in {JOBS} says {} written, but {why} (dropped, truncated or restored since): the job starts afresh",
+                        self.target.shown(),
+                        crate::wording::plural(chunks, "chunk")
+                    );
+                    None
+                }
             }
         };
         let afresh = format!("deleting its row in {JOBS}");
@@ -489,8 +518,8 @@ impl PgWriter {
         }
         tx.execute(
             &format!(
-                "INSERT INTO {JOBS} (job, tbl, totals, complete) VALUES ($1, $2, $3, $4) \
-                 ON CONFLICT (job) DO UPDATE SET tbl = EXCLUDED.tbl, totals = EXCLUDED.totals, complete = EXCLUDED.complete"
+                "INSERT INTO {JOBS} (job, tbl, totals, complete, reloid) VALUES ($1, $2, $3, $4, to_regclass($2)::oid::bigint) \
+                 ON CONFLICT (job) DO UPDATE SET tbl = EXCLUDED.tbl, totals = EXCLUDED.totals, complete = EXCLUDED.complete, reloid = EXCLUDED.reloid"
             ),
             &[&self.job, &self.target.table, &totals_json, &complete],
         )?;

@@ -109,17 +109,18 @@ impl BatchBuilder {
             b.append(true);
         }
         let text = &doc.text[c.start..c.end];
-        self.id.append_value(crate::chunk::chunk_id(&doc.id, c.start, c.end, text));
+        let (start, end) = (doc.source_offset(c.start), doc.source_offset(c.end));
+        self.id.append_value(crate::chunk::chunk_id(&doc.id, start, end, text));
         self.doc_id.append_value(&doc.id);
-        for (b, v) in self.ints.iter_mut().zip([index, c.start, c.end, c.tokens, c.sentences]) {
+        for (b, v) in self.ints.iter_mut().zip([index, start, end, c.tokens, c.sentences]) {
             b.append_value(v as i64);
         }
         self.text.append_value(text);
         self.context.append_value(context);
         if let Some((start, end, text)) = &mut self.windows {
             let w = c.window_span();
-            start.append_value(w.start as i64);
-            end.append_value(w.end as i64);
+            start.append_value(doc.source_offset(w.start) as i64);
+            end.append_value(doc.source_offset(w.end) as i64);
             text.append_value(&doc.text[w.start..w.end]);
         }
         for (b, v) in self.meta.iter_mut().zip(meta.iter().chain(std::iter::repeat(&None))) {

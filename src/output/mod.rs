@@ -180,19 +180,20 @@ impl Serialize for ChunkRecord<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         let c = self.span;
         let text = &self.doc.text[c.start..c.end];
+        let (start, end) = (self.doc.source_offset(c.start), self.doc.source_offset(c.end));
         let mut m = s.serialize_map(Some(CHUNK_FIELDS.len() + self.meta_fields.len()))?;
-        m.serialize_entry("id", &crate::chunk::chunk_id(&self.doc.id, c.start, c.end, text))?;
+        m.serialize_entry("id", &crate::chunk::chunk_id(&self.doc.id, start, end, text))?;
         m.serialize_entry("doc_id", &self.doc.id)?;
         m.serialize_entry("index", &self.index)?;
-        m.serialize_entry("start", &c.start)?;
-        m.serialize_entry("end", &c.end)?;
+        m.serialize_entry("start", &start)?;
+        m.serialize_entry("end", &end)?;
         m.serialize_entry("text", text)?;
         m.serialize_entry("tokens", &c.tokens)?;
         m.serialize_entry("sentences", &c.sentences)?;
         m.serialize_entry("context", self.context)?;
         if let Some(w) = c.window {
-            m.serialize_entry("window_start", &w.start)?;
-            m.serialize_entry("window_end", &w.end)?;
+            m.serialize_entry("window_start", &self.doc.source_offset(w.start))?;
+            m.serialize_entry("window_end", &self.doc.source_offset(w.end))?;
             m.serialize_entry("window_text", &self.doc.text[w.start..w.end])?;
         }
         for (k, v) in self.meta_fields.iter().zip(&self.doc.meta) {

@@ -41,6 +41,19 @@ pub struct Committer {
     format: OutputFormat,
     columns: Columns,
     manifest: Manifest,
+    /// The output is whole already, written by this same job ([`Record`]): nothing to do.
+    finished: bool,
+}
+
+/// What a finished job leaves beside its output (`FILE.seamcut.json`, [`record_path`]): the
+/// job that wrote it, the output's size then, and its totals, so that `--resume` knows a
+/// finished output of its own (nothing to do) from another job's (refused).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Record {
+    version: u32,
+    job: String,
+    bytes: u64,
+    totals: Totals,
 }
 
 /// One part being written.
@@ -84,7 +97,70 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let mut f = create(&tmp)?;
     f.write_all(bytes).and_then(|()| f.sync_all()).map_err(io(&tmp))?;
     std::fs::rename(&tmp, path).map_err(io(path))?;
-    sync_dir(path.parent().unwrap_or(Path::new(".")))
+    sync_dir(path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")))
+}
+
+/// The record of the finished job that wrote `out`, where that is `job`.
+///
+/// # Errors
+/// `out` was written by another job (the settings that differ are named), by none that left a
+/// record, or has changed since.
+fn finished_by(out: &Path, job: &str) -> Result<Record> {
+    let afresh =
+        format!("run without {} to replace it, or write another file", crate::error::named("resume"));
+    let record: Option<Record> =
+        std::fs::read(record_path(out)).ok().and_then(|b| serde_json::from_slice(&b).ok());
+    let Some(record) = record else {
+        return Err(Error::Config(format!(
+            "{}: there is nothing of this job's to resume: the file was not written by a seamcut job (no {}); {afresh}",
+            out.display(),
+            record_path(out).display()
+        )));
+    };
+    if record.job != job {
+        return Err(Error::Config(format!(
+            "{}: the file was written by another job ({}); {afresh}",
+            out.display(),
+            differences(&record.job, job)
+        )));
+    }
+    let bytes = std::fs::metadata(out).map_err(io(out))?.len();
+    if bytes != record.bytes {
+        return Err(Error::Config(format!(
+            "{}: the file changed after this job wrote it ({bytes} bytes, not {}); {afresh}",
+            out.display(),
+            record.bytes
+        )));
+    }
+    Ok(record)
+}
+
+/// A write that failed for want of room (a full disk, a quota, a file-size limit), told as
+/// such: what is kept and the way on. Any other error as it was.
+pub fn out_of_room(e: Error) -> Error {
+    use std::io::ErrorKind;
+    const HINT: &str =
+        "the committed batches are kept: free some space, then run the same command with --resume";
+    let full = |e: &std::io::Error| {
+        matches!(e.kind(), ErrorKind::StorageFull | ErrorKind::QuotaExceeded | ErrorKind::FileTooLarge)
+    };
+    match e {
+        Error::Io { path, source } if full(&source) => {
+            Error::io(path, std::io::Error::new(source.kind(), format!("{source}; {HINT}")))
+        }
+        Error::Write(source) if full(&source) => {
+            Error::Write(std::io::Error::new(source.kind(), format!("{source}; {HINT}")))
+        }
+        // Parquet's writer keeps only the text of the I/O error under it.
+        Error::Write(source)
+            if ["No space left on device", "File too large", "quota exceeded"]
+                .iter()
+                .any(|m| source.to_string().contains(m)) =>
+        {
+            Error::Write(std::io::Error::other(format!("{source}; {HINT}")))
+        }
+        e => e,
+    }
 }
 
 fn tmp_name(path: &Path) -> PathBuf {
@@ -107,6 +183,63 @@ pub fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
 #[must_use]
 pub fn errors_path(out: &Path) -> PathBuf {
     with_suffix(out, ".errors.jsonl")
+}
+
+/// Where a finished job's [`Record`] lies: `out`'s whole name with `.seamcut.json` after it.
+#[must_use]
+pub fn record_path(out: &Path) -> PathBuf {
+    with_suffix(out, ".seamcut.json")
+}
+
+/// The settings in which two jobs' fingerprints differ, in words (`chunker "maxmin" → "recursive"`),
+/// for an error that says why an output is not this job's.
+#[must_use]
+pub fn differences(theirs: &str, ours: &str) -> String {
+    use serde_json::Value;
+    let parse = |s: &str| serde_json::from_str::<Value>(s).unwrap_or(Value::Null);
+    let (a, b) = (parse(theirs), parse(ours));
+    // The job's settings one level down (`spec` is the chunker's), each under its own name.
+    let flat = |v: &Value| -> Vec<(String, Value)> {
+        let mut out = Vec::new();
+        if let Value::Object(m) = v {
+            for (k, v) in m {
+                match v {
+                    Value::Object(inner) if k == "spec" || k == "read" => {
+                        out.extend(inner.iter().map(|(k2, v2)| (k2.clone(), v2.clone())));
+                    }
+                    _ => out.push((k.clone(), v.clone())),
+                }
+            }
+        }
+        out
+    };
+    let (fa, fb) = (flat(&a), flat(&b));
+    let get = |f: &[(String, Value)], k: &str| {
+        f.iter().find(|(n, _)| n == k).map_or(Value::Null, |(_, v)| v.clone())
+    };
+    let mut keys: Vec<&String> = fa.iter().chain(&fb).map(|(k, _)| k).collect();
+    keys.sort();
+    keys.dedup();
+    let shown = |v: &Value| {
+        let t = if v.is_null() { "unset".to_string() } else { v.to_string() };
+        if t.chars().count() > 60 {
+            format!("{}…", t.chars().take(59).collect::<String>())
+        } else {
+            t
+        }
+    };
+    let diffs: Vec<String> = keys
+        .into_iter()
+        .filter_map(|k| {
+            let (x, y) = (get(&fa, k), get(&fb, k));
+            (x != y).then(|| format!("{k} {} → {}", shown(&x), shown(&y)))
+        })
+        .collect();
+    if diffs.is_empty() {
+        "the same settings, written by another seamcut".into()
+    } else {
+        diffs.join(", ")
+    }
 }
 
 /// Where a JSONL job writing `out` puts its chunk embeddings: `out` with `.npy` in place of
@@ -133,6 +266,15 @@ impl Committer {
         job: String,
         resume: bool,
     ) -> Result<Self> {
+        let parent = out.parent().filter(|p| !p.as_os_str().is_empty());
+        if let Some(p) = parent.filter(|p| !p.is_dir()) {
+            return Err(Error::Config(format!(
+                "{}: the folder {} does not exist (seamcut makes no folders for {}: create it first)",
+                out.display(),
+                p.display(),
+                crate::error::named("output")
+            )));
+        }
         let dir = with_suffix(out, ".seamcut-partial");
         // A finished job's folder, renamed for deletion when a kill stopped that: garbage.
         let done = with_suffix(out, ".seamcut-done");
@@ -141,6 +283,7 @@ impl Committer {
         }
         let fresh =
             Manifest { version: 1, job: job.clone(), parts: 0, totals: Totals::default(), complete: false };
+        let mut finished = false;
         let manifest = if dir.is_dir() {
             if !resume {
                 return Err(Error::Config(format!(
@@ -162,20 +305,37 @@ impl Committer {
                     })?;
                     if m.job != job {
                         return Err(Error::Config(format!(
-                            "{} was written by a different job (other inputs, settings or output); resume that job, or delete the folder",
-                            dir.display()
+                            "{} was written by another job ({}): resume that job, or delete the folder",
+                            dir.display(),
+                            differences(&m.job, &job)
                         )));
                     }
                     m
                 }
             }
         } else {
-            std::fs::create_dir_all(&dir).map_err(io(&dir))?;
-            fresh
+            if resume && out.exists() {
+                let record = finished_by(out, &job)?;
+                finished = true;
+                Manifest { totals: record.totals, complete: true, ..fresh }
+            } else {
+                // No folder and no output (deleted, or never written): the whole job, afresh.
+                std::fs::create_dir(&dir).map_err(io(&dir))?;
+                fresh
+            }
         };
-        let c = Self { dir, out: out.to_path_buf(), format, columns, manifest };
-        c.remove_uncommitted()?;
+        let c = Self { dir, out: out.to_path_buf(), format, columns, manifest, finished };
+        if !finished {
+            c.remove_uncommitted()?;
+        }
         Ok(c)
+    }
+
+    /// Whether the output was whole already, written by this same job: a resumed finished
+    /// job, which reads and writes nothing.
+    #[must_use]
+    pub fn finished(&self) -> bool {
+        self.finished
     }
 
     /// Totals of the batches committed so far (all zero for a new job).
@@ -272,6 +432,9 @@ impl Committer {
     /// # Errors
     /// On an I/O failure; the folder is then kept and `--resume` assembles again.
     pub fn finish(mut self) -> Result<()> {
+        if self.finished {
+            return Ok(());
+        }
         if !self.manifest.complete {
             self.manifest.complete = true;
             self.write_manifest()?;
@@ -308,7 +471,15 @@ impl Committer {
             std::fs::remove_file(&errors).map_err(io(&errors))?;
         }
         let parent = self.out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        sync_dir(parent)?;
+        let bytes = std::fs::metadata(&self.out).map_err(io(&self.out))?.len();
+        let record = Record {
+            version: 1,
+            job: self.manifest.job.clone(),
+            bytes,
+            totals: self.manifest.totals.clone(),
+        };
+        let record = serde_json::to_vec_pretty(&record).map_err(|e| Error::Internal(e.to_string()))?;
+        write_atomic(&record_path(&self.out), &record)?;
         // Out of the way in one atomic step before deleting: a kill while the folder's files
         // are being removed (in no set order) must not leave a manifest without its parts.
         let done = with_suffix(&self.out, ".seamcut-done");

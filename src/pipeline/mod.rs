@@ -166,6 +166,22 @@ pub struct JobOptions {
     pub total_bytes: Option<u64>,
 }
 
+impl JobOptions {
+    /// The job's own settings within their range (the chunker's are [`ChunkerSpec::check_ranges`]).
+    ///
+    /// # Errors
+    /// A batch of no bytes, or no batch in flight.
+    pub fn check_ranges(&self) -> Result<()> {
+        if self.batch_bytes == 0 {
+            return Err(Error::setting("batch_bytes", "must be at least 1 byte (got 0)"));
+        }
+        if self.channel_depth == 0 {
+            return Err(Error::setting("channel_depth", "must be at least 1 batch (got 0)"));
+        }
+        Ok(())
+    }
+}
+
 impl Default for JobOptions {
     fn default() -> Self {
         Self {
@@ -263,6 +279,9 @@ pub struct JobStats {
     pub passed_over: u64,
     /// What this job's LLM requests cost (LLM chunkers).
     pub llm: Option<crate::llm::LlmCost>,
+    /// The output held this job's finished run already (`--resume` had nothing to do); the
+    /// totals are that run's.
+    pub done_before: bool,
 }
 
 impl JobStats {
@@ -271,6 +290,13 @@ impl JobStats {
     pub fn summary(&self, what: &str) -> String {
         let t = &self.totals;
         let mb = t.bytes as f64 / 1e6;
+        if self.done_before {
+            return format!(
+                "seamcut: nothing to do: the output holds this job's finished run ({}, {}, {mb:.1} MB), left as it is",
+                plural(t.documents, "document"),
+                plural(t.chunks, what),
+            );
+        }
         let mut s = format!(
             "seamcut: {}, {}, {mb:.1} MB, {} in {:.2} s ({:.1} MB/s)",
             plural(t.documents, "document"),
@@ -479,6 +505,7 @@ impl CorpusJob {
         docs: impl Iterator<Item = Result<Document>> + Send,
     ) -> Result<JobStats> {
         crate::output::check_meta_fields(&self.read.meta_fields)?;
+        self.opts.check_ranges()?;
         let embedder = match self.opts.embeddings {
             Some(_) if chunker.unit_model().is_none() => Some(self.spec.load_model()?.embedder.clone()),
             _ => None,
@@ -593,8 +620,8 @@ pub fn segment_corpus(
                 writer.write(&SentenceRecord {
                     doc_id: &doc.id,
                     index,
-                    start: t.start,
-                    end: t.end,
+                    start: doc.source_offset(t.start),
+                    end: doc.source_offset(t.end),
                     text: t.text(&doc.text),
                 })?;
                 index += 1;

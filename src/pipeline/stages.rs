@@ -124,6 +124,17 @@ impl<'a> Writer<'a> {
         }
     }
 
+    /// Whether the output is this job's, whole already: a resumed finished job, with
+    /// nothing to read or write.
+    fn finished(&self) -> bool {
+        match self {
+            Self::Commit(c) => c.finished(),
+            #[cfg(feature = "db")]
+            Self::Database(w, ..) => w.complete(),
+            _ => false,
+        }
+    }
+
     /// Whether the output is complete already (a resumed job that had finished).
     fn complete(&self) -> bool {
         match self {
@@ -143,9 +154,13 @@ impl<'a> Writer<'a> {
     ) -> Result<()> {
         match self {
             Self::Commit(c) => {
-                let mut part = c.begin()?;
-                write_batch(f, &mut *part.sink, ErrorsTo::File(&mut part.errors), totals, stats, on_error)?;
-                c.commit(part, totals.clone())
+                let commit = || {
+                    let mut part = c.begin()?;
+                    let errors = ErrorsTo::File(&mut part.errors);
+                    write_batch(f, &mut *part.sink, errors, totals, stats, on_error)?;
+                    c.commit(part, totals.clone())
+                };
+                commit().map_err(super::commit::out_of_room)
             }
             Self::Caller(s) => write_batch(f, &mut **s, ErrorsTo::Stats, totals, stats, on_error),
             Self::Stream(s) => write_batch(f, s, ErrorsTo::Stderr, totals, stats, on_error),
@@ -164,7 +179,7 @@ impl<'a> Writer<'a> {
         // The totals go with a database's last transaction; a file's are in its manifest.
         let _ = totals;
         match self {
-            Self::Commit(c) => c.finish().map(|()| 0.0),
+            Self::Commit(c) => c.finish().map(|()| 0.0).map_err(super::commit::out_of_room),
             Self::Caller(mut s) => s.finish().map(|()| 0.0),
             Self::Stream(mut s) => s.finish().map(|()| 0.0),
             #[cfg(feature = "db")]
@@ -186,6 +201,16 @@ pub(super) fn run(
     let mut writer = Writer::open(target, job, plan.as_ref().map(VectorPlan::dim))?;
     // A resumed job goes on after what its output holds; a finished one has nothing to read.
     let mut totals = writer.totals();
+    if matches!(writer, Writer::Commit(ref c) if c.finished()) {
+        let chunker = job.chunker.describe();
+        return Ok(JobStats {
+            totals,
+            chunker,
+            done_before: true,
+            seconds: t0.elapsed().as_secs_f64(),
+            ..JobStats::default()
+        });
+    }
     let skip = if writer.complete() { u64::MAX } else { totals.items };
     let depth = opts.channel_depth.max(1);
     let (tx_read, rx_read) = sync_channel::<Msg<Batch>>(depth);
@@ -193,7 +218,8 @@ pub(super) fn run(
     let (tx_dev, rx_dev) = sync_channel::<Msg<Staged<'_>>>(depth);
     let (tx_fin, rx_fin) = sync_channel::<Msg<Finished>>(depth);
     let progress = progress_bar(opts.progress, opts.total_bytes);
-    let mut stats = JobStats { chunker: job.chunker.describe(), ..JobStats::default() };
+    let mut stats =
+        JobStats { chunker: job.chunker.describe(), done_before: writer.finished(), ..JobStats::default() };
     let llm_before = job.chunker.llm_cost();
     let plan = plan.as_ref();
     let mut band_busy = 0.0;

@@ -8,36 +8,51 @@ use std::process::Output;
 
 use serde_json::{json, Value};
 
-use super::db_jobs::{corpus, killed_rounds, one_line, seamcut, stderr};
+use super::db_jobs::{corpus, one_line, seamcut, stderr};
 
-fn base() -> String {
+pub(super) fn base() -> String {
     std::env::var("SEAMCUT_TEST_CHROMA").unwrap_or_else(|_| {
         panic!("SEAMCUT_TEST_CHROMA is not set: start a server with `tests/db/chroma.sh start` and export its URL")
     })
 }
 
-fn http() -> String {
-    base().trim_start_matches("chroma+").to_string()
+pub(super) fn collections() -> String {
+    collections_at(&base())
 }
 
-fn collections() -> String {
-    format!("{}/api/v2/tenants/default_tenant/databases/default_database/collections", http())
+/// The collections' URL of the server at `base` (`chroma+http://HOST:PORT`).
+pub(super) fn collections_at(base: &str) -> String {
+    format!(
+        "{}/api/v2/tenants/default_tenant/databases/default_database/collections",
+        base.trim_start_matches("chroma+")
+    )
 }
 
-fn drop_collection(name: &str) {
+pub(super) fn drop_collection(name: &str) {
     let _ = ureq::delete(&format!("{}/{name}", collections())).call();
 }
 
 /// The collection's id, if it exists.
-fn collection_id(name: &str) -> Option<String> {
-    let v: Value = ureq::get(&format!("{}/{name}", collections())).call().ok()?.into_json().ok()?;
+pub(super) fn collection_id(name: &str) -> Option<String> {
+    collection_id_at(&base(), name)
+}
+
+/// [`collection_id`] on the server at `base`.
+pub(super) fn collection_id_at(base: &str, name: &str) -> Option<String> {
+    let v: Value = ureq::get(&format!("{}/{name}", collections_at(base))).call().ok()?.into_json().ok()?;
     v["id"].as_str().map(str::to_string)
 }
 
 /// Every record as text (id, document, metadata, vector), sorted by id.
 fn dump(name: &str) -> Vec<String> {
-    let id = collection_id(name).unwrap();
-    let v: Value = ureq::post(&format!("{}/{id}/get", collections()))
+    dump_at(&base(), name)
+}
+
+/// [`dump`] on the server at `base` (`chroma+http://HOST:PORT`).
+pub(super) fn dump_at(base: &str, name: &str) -> Vec<String> {
+    let collections = collections_at(base);
+    let id = collection_id_at(base, name).unwrap();
+    let v: Value = ureq::post(&format!("{collections}/{id}/get"))
         .send_json(json!({"include": ["documents", "metadatas", "embeddings"]}))
         .unwrap()
         .into_json()
@@ -155,38 +170,6 @@ fn chroma_reruns_replace_and_the_vectors_of_the_npy() {
 }
 
 #[test]
-fn chroma_kill_9_then_resume_gives_the_uninterrupted_collection() {
-    let dir = tempfile::tempdir().unwrap();
-    let input = corpus(dir.path(), 80);
-    let (reference, c) = ("seamcut-kill-ref", "seamcut-kill");
-    drop_collection(reference);
-    drop_collection(c);
-    let small = ["--batch-bytes", "1500"];
-    assert!(job(&input, reference, &small).status.success());
-    let url = format!("{}/{c}", base());
-    let mut args = vec!["chunk", input.to_str().unwrap(), "--chunker", "maxmin", "--embeddings", "mean"];
-    args.extend(["--meta-field", "lang", "-o", &url, "-q"]);
-    args.extend(small);
-    let progress = || -> u64 {
-        collection_id(c).map_or(0, |id| {
-            let v: Value = ureq::post(&format!("{}/{id}/get", collections()))
-                .send_json(json!({"include": []}))
-                .unwrap()
-                .into_json()
-                .unwrap();
-            v["ids"].as_array().map_or(0, |a| a.len() as u64)
-        })
-    };
-    let interrupted = killed_rounds(&args, 3, progress);
-    assert!(interrupted >= 1, "no kill landed mid-job");
-    let mut a = args.clone();
-    a.push("--resume");
-    let o = seamcut(&a);
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(dump(c), dump(reference), "no duplicates, nothing missing");
-}
-
-#[test]
 fn chroma_faults_are_one_line_errors() {
     let dir = tempfile::tempdir().unwrap();
     let input = corpus(dir.path(), 2);
@@ -236,4 +219,35 @@ fn chroma_faults_are_one_line_errors() {
     assert!(!rows.is_empty());
     let ids: std::collections::HashSet<&str> = rows.iter().map(|r| r.split(' ').next().unwrap()).collect();
     assert_eq!(ids.len(), rows.len());
+}
+
+/// A second Chroma server of its own (`tests/db/chroma.sh` with another state folder), which a
+/// test may kill; stopped and removed when dropped.
+pub(super) struct OwnServer {
+    pub(super) state: String,
+    pub(super) url: String,
+}
+
+impl OwnServer {
+    pub(super) fn start(name: &str) -> Self {
+        let state = format!("/tmp/seamcut-chroma-{name}-{}", std::process::id());
+        let o = Self::script(&state, "start");
+        let url = String::from_utf8(o.stdout).unwrap().trim().to_string();
+        Self { state, url }
+    }
+
+    pub(super) fn script(state: &str, cmd: &str) -> Output {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/db/chroma.sh");
+        let o =
+            std::process::Command::new(script).arg(cmd).env("SEAMCUT_CHROMA_STATE", state).output().unwrap();
+        assert!(o.status.success(), "chroma.sh {cmd}: {}", stderr(&o));
+        o
+    }
+}
+
+impl Drop for OwnServer {
+    fn drop(&mut self) {
+        let _ = Self::script(&self.state, "stop");
+        let _ = std::fs::remove_dir_all(&self.state);
+    }
 }

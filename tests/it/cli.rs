@@ -839,3 +839,48 @@ fn counts_take_their_plurals() {
     let err = stderr(&o);
     assert!(err.contains("1 document,") && err.contains("2 bad records"), "{err}");
 }
+
+#[test]
+fn a_negative_number_for_any_numeric_flag_is_a_one_line_usage_error() {
+    for (flag, v) in [
+        ("--min-tokens", "-1"),
+        ("--overlap", "-3"),
+        ("--threads", "-1"),
+        ("--batch-bytes", "-1"),
+        ("--similarity-window", "-2"),
+        ("--dims", "-8"),
+        ("--late-window", "-5"),
+    ] {
+        let out = seamcut(&["chunk", flag, v, "-"], Some(PROSE.as_bytes()));
+        assert_eq!(out.status.code(), Some(2), "{flag} {v}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.contains(flag) && err.contains("is negative"), "{flag}: {err}");
+        assert!(!err.contains(&format!("-- {v}")) && err.trim().lines().count() == 1, "{flag}: {err}");
+    }
+}
+
+#[test]
+fn settings_out_of_their_range_are_refused_by_name_from_flags_and_spec_files() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, named) in [
+        (&["--chunker", "maxmin", "--hard-thr", "5"][..], "--hard-thr"),
+        (&["--chunker", "maxmin", "--c", "-1"], "--c"),
+        (&["--chunker", "minima", "--threshold", "1.5"], "--threshold"),
+        (&["--chunker", "breakpoint", "--breakpoint-amount", "120"], "--breakpoint-amount"),
+        (&["--chunker", "global", "--block", "0"], "--block"),
+        (&["--chunker", "maxmin", "--dims", "0"], "--dims"),
+        (&["--batch-bytes", "0"], "--batch-bytes"),
+        (&["--channel-depth", "0"], "--channel-depth"),
+    ] {
+        let out = seamcut(&[&["chunk", "-q"][..], args, &["-"]].concat(), Some(PROSE.as_bytes()));
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.contains(named) && err.trim().lines().count() == 1, "{args:?}: {err}");
+    }
+    // The same check reads a spec file.
+    let spec = dir.path().join("spec.json");
+    std::fs::write(&spec, r#"{"chunker": "maxmin", "maxmin": {"hard_thr": 5}}"#).unwrap();
+    let out = seamcut(&["chunk", "-q", "--spec", spec.to_str().unwrap(), "-"], Some(PROSE.as_bytes()));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--hard-thr") && stderr(&out).contains("from -1 to 1"), "{}", stderr(&out));
+}

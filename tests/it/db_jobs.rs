@@ -2,7 +2,9 @@
 //! killed with SIGKILL as soon as it has committed something.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+#[cfg(feature = "lancedb")]
+use std::process::Stdio;
+use std::process::{Command, Output};
 
 pub fn seamcut(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_seamcut")).args(args).output().unwrap()
@@ -47,7 +49,9 @@ pub fn corpus(dir: &Path, n: usize) -> PathBuf {
 }
 
 /// Run `seamcut ARGS` and SIGKILL it as soon as `progress` (what the database holds of the
-/// job) moves; whether it was stopped before it finished.
+/// job) moves; whether it was stopped before it finished. (LanceDB's tests; the other outputs'
+/// kills are the fault matrix's, `faults.rs`.)
+#[cfg(feature = "lancedb")]
 pub fn killed_after_progress(args: &[&str], progress: impl Fn() -> u64) -> bool {
     let before = progress();
     let mut child = Command::new(env!("CARGO_BIN_EXE_seamcut"))
@@ -71,6 +75,7 @@ pub fn killed_after_progress(args: &[&str], progress: impl Fn() -> u64) -> bool 
 
 /// Run `seamcut ARGS` `rounds` times, each killed as [`killed_after_progress`] kills it, every
 /// round after the first with `--resume`; how many were stopped before they finished.
+#[cfg(feature = "lancedb")]
 pub fn killed_rounds(args: &[&str], rounds: usize, progress: impl Fn() -> u64) -> usize {
     (0..rounds)
         .filter(|&round| {

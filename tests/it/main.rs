@@ -9,6 +9,7 @@ mod cli;
 mod corpus_jobs;
 mod db_jobs;
 mod embed_parity;
+mod faults;
 mod kernels;
 #[cfg(feature = "lancedb")]
 mod lance;
@@ -17,6 +18,7 @@ mod long_models;
 mod long_words;
 mod lumber;
 mod metrics_parity;
+mod outputs;
 mod pgvector;
 mod properties;
 mod questions;

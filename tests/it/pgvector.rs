@@ -6,9 +6,9 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use super::db_jobs::{corpus, killed_after_progress, one_line, seamcut, stderr};
+use super::db_jobs::{corpus, one_line, seamcut, stderr};
 
-fn base_url() -> String {
+pub(super) fn base_url() -> String {
     std::env::var("SEAMCUT_TEST_PG").unwrap_or_else(|_| {
         panic!(
             "SEAMCUT_TEST_PG is not set: start a server with `tests/db/postgres.sh start` and export its URL"
@@ -20,7 +20,7 @@ fn url(table: &str) -> String {
     format!("{}?table={table}", base_url())
 }
 
-fn client() -> postgres::Client {
+pub(super) fn client() -> postgres::Client {
     postgres::Client::connect(&base_url(), postgres::NoTls).unwrap()
 }
 
@@ -30,7 +30,7 @@ fn dump(table: &str) -> Vec<String> {
 }
 
 /// [`dump`] on the server at `base`.
-fn dump_at(base: &str, table: &str) -> Vec<String> {
+pub(super) fn dump_at(base: &str, table: &str) -> Vec<String> {
     postgres::Client::connect(base, postgres::NoTls)
         .unwrap()
         .query(
@@ -46,7 +46,7 @@ fn dump_at(base: &str, table: &str) -> Vec<String> {
         .collect()
 }
 
-fn drop_table(table: &str) {
+pub(super) fn drop_table(table: &str) {
     client()
         .batch_execute(&format!(
             "DROP TABLE IF EXISTS \"{table}\"; DELETE FROM seamcut_jobs WHERE tbl = '{table}'"
@@ -190,13 +190,9 @@ fn replace_after_an_edit_leaves_exactly_the_new_chunks() {
     assert_eq!(others(&before), others(&after));
 }
 
-/// Committed batches of the job writing `table`, per its progress row.
-fn committed_items(table: &str) -> u64 {
-    committed_items_at(&base_url(), table)
-}
-
-/// [`committed_items`] on the server at `base` (0 while it cannot be reached).
-fn committed_items_at(base: &str, table: &str) -> u64 {
+/// Items consumed by the job writing `table` on the server at `base`, per its progress row (0
+/// while it cannot be reached).
+pub(super) fn committed_items_at(base: &str, table: &str) -> u64 {
     let Ok(mut c) = postgres::Client::connect(base, postgres::NoTls) else { return 0 };
     let row = c.query_opt("SELECT totals FROM seamcut_jobs WHERE tbl = $1", &[&table]).ok().flatten();
     row.map_or(0, |r| {
@@ -205,58 +201,22 @@ fn committed_items_at(base: &str, table: &str) -> u64 {
     })
 }
 
-#[test]
-fn kill_9_then_resume_gives_the_uninterrupted_table() {
-    let dir = tempfile::tempdir().unwrap();
-    let input = corpus(dir.path(), 120);
-    let reference = "t_kill_ref";
-    let table = "t_kill";
-    drop_table(reference);
-    drop_table(table);
-    let small = ["--batch-bytes", "2000"];
-    assert!(job(&input, reference, &small).status.success());
-    let u = url(table);
-    let mut args = vec!["chunk", input.to_str().unwrap()];
-    args.extend(JOB);
-    args.extend(["-o", &u, "-q"]);
-    args.extend(small);
-    // A run killed right after a batch commits; `resume` runs after the first.
-    let killed = |resume: bool| -> bool {
-        let mut a = args.clone();
-        if resume {
-            a.push("--resume");
-        }
-        killed_after_progress(&a, || committed_items(table))
-    };
-    assert!(killed(false), "the kill did not land mid-job");
-    // Without --resume an interrupted job is refused, naming the flag.
-    let o = seamcut(&args);
-    assert!(!o.status.success() && stderr(&o).contains("--resume"), "{}", stderr(&o));
-    let interrupted = (0..2).filter(|_| killed(true)).count();
-    assert!(interrupted >= 1, "the kills of resumed runs did not land mid-job");
-    let mut a = args.clone();
-    a.push("--resume");
-    let o = seamcut(&a);
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(dump(table), dump(reference), "no duplicates, nothing missing");
-}
-
 /// A second PostgreSQL of its own (`tests/db/postgres.sh` with another state folder), which a
 /// test may kill; stopped and removed when dropped.
-struct OwnServer {
-    state: String,
-    url: String,
+pub(super) struct OwnServer {
+    pub(super) state: String,
+    pub(super) url: String,
 }
 
 impl OwnServer {
-    fn start(name: &str) -> Self {
+    pub(super) fn start(name: &str) -> Self {
         let state = format!("/tmp/seamcut-pg-{name}-{}", std::process::id());
         let o = Self::script(&state, "start");
         let url = String::from_utf8(o.stdout).unwrap().trim().to_string();
         Self { state, url }
     }
 
-    fn script(state: &str, cmd: &str) -> Output {
+    pub(super) fn script(state: &str, cmd: &str) -> Output {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/db/postgres.sh");
         // Durable commits: killed, the server keeps every transaction it acknowledged.
         let o = Command::new(script)
@@ -275,50 +235,6 @@ impl Drop for OwnServer {
         let _ = Self::script(&self.state, "stop");
         let _ = std::fs::remove_dir_all(&self.state);
     }
-}
-
-/// The database killed mid-job (as a crash would: every connection cut): the job retries with
-/// backoff, then stops with one line naming the server and what to do; nothing it acknowledged is
-/// lost, and once the server is back `--resume` leaves the table an uninterrupted run leaves.
-#[test]
-fn the_server_killed_mid_job_then_resume_gives_the_uninterrupted_table() {
-    let dir = tempfile::tempdir().unwrap();
-    let input = corpus(dir.path(), 120);
-    let reference = "t_crash_ref";
-    drop_table(reference);
-    let small = ["--batch-bytes", "2000"];
-    assert!(job(&input, reference, &small).status.success());
-    let server = OwnServer::start("crash");
-    let table = "t_crash";
-    let u = format!("{}?table={table}", server.url);
-    let mut args = vec!["chunk", input.to_str().unwrap()];
-    args.extend(JOB);
-    args.extend(["-o", &u]);
-    args.extend(small);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_seamcut"))
-        .args(&args)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    while committed_items_at(&server.url, table) == 0 {
-        assert!(child.try_wait().unwrap().is_none(), "the job ended before its first batch landed");
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-    OwnServer::script(&server.state, "kill");
-    let o = child.wait_with_output().unwrap();
-    let err = stderr(&o);
-    assert!(!o.status.success(), "the job went on without its database: {err}");
-    let last = err.lines().last().unwrap_or_default();
-    assert!(last.contains("127.0.0.1") && last.contains("tries") && last.contains("--resume"), "{err}");
-    OwnServer::script(&server.state, "restart");
-    let acknowledged = dump_at(&server.url, table);
-    assert!(!acknowledged.is_empty(), "the acknowledged batches are kept");
-    args.push("--resume");
-    args.push("-q");
-    let o = seamcut(&args);
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(dump_at(&server.url, table), dump(reference), "no duplicates, nothing missing");
 }
 
 #[test]

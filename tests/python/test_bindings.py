@@ -385,3 +385,9 @@ def test_chunk_vectors_in_python_equal_the_clis():
         assert all(x.embedding is None for x in c.chunk(text))
         with pytest.raises(ValueError, match="embeddings"):
             c.chunk(text, embeddings="sideways")
+
+
+def test_a_setting_out_of_its_range_is_refused_by_its_name():
+    for name, params, setting in [("maxmin", {"hard_thr": 5}, "hard_thr"), ("minima", {"threshold": 2.0}, "threshold")]:
+        with pytest.raises(ValueError, match=setting):
+            seamcut.Chunker(name, **params).chunk("One sentence. Another one.")
