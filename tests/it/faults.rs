@@ -553,9 +553,15 @@ fn server_restart() {
         ),
     ] {
         let out = Out::new(kind, dir.path(), "restart").at(&server);
-        let child = out.spawn(&c.input, &[]);
+        let mut child = out.spawn(&c.input, &[]);
         let child_pid = child.id();
         while out.progress() == 0 {
+            if child.try_wait().unwrap().is_some() {
+                panic!(
+                    "{kind:?}: the job ended before its first batch landed: {}",
+                    stderr(&child.wait_with_output().unwrap())
+                );
+            }
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
         script("kill");
