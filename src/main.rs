@@ -96,14 +96,16 @@ Example:
     #[command(subcommand)]
     Bench(BenchCommand),
     /// Serve chunking and embeddings over HTTP, batched across requests (OpenAI's
-    /// /v1/embeddings, text-embeddings-inference's /embed, /v1/chunk, /health, /info, /metrics).
+    /// /v1/embeddings and /v1/models, text-embeddings-inference's /embed, /embed_all and
+    /// /tokenize, /v1/chunk, /health, /info, /metrics).
     #[cfg(feature = "serve")]
     #[command(after_help = "\
 Routes: POST /v1/chunk {\"documents\": [{\"id\", \"text\"}], \"embeddings\": \"none|mean|reembed|late|blend|auto\", \"spec\": {...}}
 (chunks as `seamcut chunk` writes them: start/end are UTF-8 byte offsets; a document without an
-id gets its position in the request, \"0\", \"1\", ...); POST /v1/embeddings (OpenAI; \"model\" is
-the served model's name or absent); POST /embed (text-embeddings-inference); GET /health, /info,
-/metrics (Prometheus).
+id gets its position in the request, \"0\", \"1\", ...; chunker settings go in \"spec\",
+{\"spec\": {\"max_tokens\": 128}}, never at the top level); POST /v1/embeddings (OpenAI; \"model\" is
+a served model's name or absent); POST /embed, /embed_all (token states), /tokenize
+(text-embeddings-inference); GET /v1/models, /health, /info, /metrics (Prometheus).
 Listens on 127.0.0.1 unless --host says otherwise; SIGTERM finishes the requests in flight.
 
 Examples:
@@ -165,6 +167,11 @@ struct ServeArgs {
     /// Threads for the CPU work and the CPU encoder (0: one per core).
     #[arg(long, short = 'j', default_value_t = 0, help_heading = "Server")]
     threads: usize,
+    /// A name the model is served under (repeatable or comma-separated, as in TEI and vLLM):
+    /// GET /v1/models lists them, a request's "model" may give any, answers carry the first.
+    /// [default: the --model as given]
+    #[arg(long, value_name = "NAME", value_delimiter = ',', help_heading = "Server")]
+    served_model_name: Vec<String>,
 }
 
 /// A positive number of seconds.
@@ -209,7 +216,23 @@ fn serve(a: &ServeArgs) -> seamcut::Result<()> {
         max_batch_tokens: a.max_batch_tokens,
         cached_chunkers: a.cached_chunkers,
         long: a.long,
+        served_model_names: served_names(&a.served_model_name)?,
     })
+}
+
+/// `--served-model-name`s, each non-empty, in order, without repeats.
+#[cfg(feature = "serve")]
+fn served_names(given: &[String]) -> seamcut::Result<Vec<String>> {
+    let mut names: Vec<String> = Vec::new();
+    for n in given.iter().map(|n| n.trim()) {
+        if n.is_empty() {
+            return Err(seamcut::Error::Config("--served-model-name: a name is empty".into()));
+        }
+        if !names.iter().any(|m| m == n) {
+            names.push(n.to_string());
+        }
+    }
+    Ok(names)
 }
 
 #[derive(Subcommand)]
@@ -748,9 +771,9 @@ struct InputArgs {
     /// JSONL field / Parquet column holding the document text.
     #[arg(long, default_value = "text")]
     text_field: String,
-    /// Replace invalid UTF-8 with U+FFFD. Without it, a file named as an input is an error
-    /// and a bad file met in a directory walk (or a bad JSONL line, Parquet row) is skipped
-    /// and listed.
+    /// Replace invalid UTF-8 with U+FFFD (a text file's chunk offsets stay byte offsets into
+    /// the file). Without it, a file named as an input is an error and a bad file met in a
+    /// directory walk (or a bad JSONL line, Parquet row) is skipped and listed.
     #[arg(long)]
     lossy: bool,
 }
@@ -799,8 +822,8 @@ impl RunArgs {
     fn job_options(&self) -> JobOptions {
         use std::io::IsTerminal;
         JobOptions {
-            batch_bytes: self.batch_bytes.max(1),
-            channel_depth: self.channel_depth.max(1),
+            batch_bytes: self.batch_bytes,
+            channel_depth: self.channel_depth,
             check: self.check || JobOptions::default().check,
             on_error: self.on_error,
             progress: !self.quiet && std::io::stderr().is_terminal(),
@@ -847,7 +870,9 @@ struct ChunkArgs {
     /// has none) or token (Chroma). [default: PGPASSWORD; CHROMA_API_KEY]
     #[arg(long, value_name = "NAME", help_heading = "Database output")]
     db_password_env: Option<String>,
-    /// Continue the interrupted job that was writing -o (same command, same inputs).
+    /// Continue the interrupted job that was writing -o (same command, same inputs). A finished
+    /// output of the same job is left as it is; another job's is refused. Without it, a run
+    /// replaces -o once the new output is whole.
     #[arg(long, requires = "output")]
     resume: bool,
     /// Take only the documents whose id hashes to shard I of N; I is 0-based, from 0 to
@@ -1268,12 +1293,13 @@ fn main() -> ExitCode {
     huge_pages_off();
     // Usage errors exit with 2; a value that does not parse is one line, as other errors are
     // (clap adds a pointer to --help on a line of its own).
-    let cli = match Cli::try_parse() {
+    let parsed = negatives_as_values(<Cli as clap::CommandFactory>::command())
+        .try_get_matches()
+        .and_then(|m| <Cli as clap::FromArgMatches>::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) if e.kind() == clap::error::ErrorKind::ValueValidation => {
-            let first =
-                e.to_string().lines().next().unwrap_or_default().trim_start_matches("error: ").to_string();
-            eprintln!("seamcut: error: {first}");
+            eprintln!("seamcut: error: {}", value_error(&e));
             return ExitCode::from(2);
         }
         Err(e) => e.exit(),
@@ -1288,6 +1314,36 @@ fn main() -> ExitCode {
                 _ => ExitCode::from(1),
             }
         }
+    }
+}
+
+/// Every option that takes a value takes a negative number as that value (`--overlap -3`), so
+/// that the value's own check says what is wrong, rather than clap taking `-3` for an unknown
+/// flag and suggesting `-- -3`, which would make it an input.
+fn negatives_as_values(cmd: clap::Command) -> clap::Command {
+    cmd.mut_args(|a| {
+        if a.get_long().is_some() && a.get_action().takes_values() {
+            a.allow_negative_numbers(true)
+        } else {
+            a
+        }
+    })
+    .mut_subcommands(negatives_as_values)
+}
+
+/// A value that does not parse, on one line (clap adds a pointer to --help on a line of its
+/// own); a negative number where a count is wanted says so, as `--max-tokens -5` does.
+fn value_error(e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue};
+    let text = |k| match e.get(k) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        _ => None,
+    };
+    match (text(ContextKind::InvalidArg), text(ContextKind::InvalidValue)) {
+        (Some(arg), Some(v)) if v.starts_with('-') && v.parse::<f64>().is_ok() => {
+            format!("invalid value '{v}' for '{arg}': is negative: give a number >= 0")
+        }
+        _ => e.to_string().lines().next().unwrap_or_default().trim_start_matches("error: ").to_string(),
     }
 }
 

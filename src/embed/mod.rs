@@ -24,6 +24,7 @@ pub mod dense;
 pub mod encoder;
 pub mod fused;
 pub mod gelu;
+pub mod inspect;
 pub mod late;
 pub mod layers;
 pub mod modernbert;

@@ -30,9 +30,9 @@ use crate::pipeline::{chunk_texts, EmbeddingMode, VectorPlan};
 use crate::spec::{ChunkerSpec, MACHINE_FIELDS};
 use crate::{Error, Result};
 
-/// `POST /v1/chunk`.
+/// `POST /v1/chunk`. A chunker setting goes in `spec`; at the top level it is refused with a
+/// word on where it goes ([`ChunkRequest::check_fields`]).
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 pub(crate) struct ChunkRequest {
     pub documents: Vec<DocIn>,
     /// `"none"` (the default), or a mode of the library's [`EmbeddingMode`] by its name.
@@ -44,6 +44,28 @@ pub(crate) struct ChunkRequest {
     /// them (`{"max_tokens": 128, "hard_thr": 0.5}`).
     #[serde(default)]
     pub spec: Option<Map<String, Value>>,
+    /// Any other field: refused.
+    #[serde(flatten)]
+    pub rest: Map<String, Value>,
+}
+
+impl ChunkRequest {
+    /// The request names only its own fields: a chunker setting at the top level
+    /// (`max_tokens`) is refused with where it goes (`"spec": {"max_tokens": ...}`).
+    ///
+    /// # Errors
+    /// The first unknown field.
+    pub fn check_fields(&self) -> std::result::Result<(), ApiError> {
+        let Some(k) = self.rest.keys().next() else { return Ok(()) };
+        let own = "documents, embeddings, encoding_format, spec";
+        let setting =
+            ChunkerSpec::default().with_params(Map::from_iter([(k.clone(), self.rest[k].clone())])).is_ok();
+        Err(ApiError::invalid(if setting {
+            format!("{k} is a chunker setting: give it in \"spec\" ({{\"spec\": {{\"{k}\": ...}}}}); a request's own fields are {own}")
+        } else {
+            format!("unknown field {k:?}; a request's fields are {own}")
+        }))
+    }
 }
 
 #[derive(Deserialize)]
@@ -64,7 +86,8 @@ impl<'de> Deserialize<'de> for Vectors {
         match Option::<String>::deserialize(d)?.as_deref() {
             None | Some("none") => Ok(Self(None)),
             Some(s) => EmbeddingMode::deserialize(s.into_deserializer()).map(|m| Self(Some(m))).map_err(
-                |e: serde::de::value::Error| D::Error::custom(format!("embeddings: {e}, or `none`")),
+                // The field's name is the caller's to add (the request's path, `embeddings: ...`).
+                |e: serde::de::value::Error| D::Error::custom(format!("{e}, or `none`")),
             ),
         }
     }
@@ -121,7 +144,7 @@ impl Lanes {
                 MACHINE_FIELDS.join(", ")
             )));
         }
-        let spec = self.base.with_params(params)?;
+        let spec = self.base.with_request_params(params)?;
         if spec.chunker.is_llm() && spec.chunker != self.base.chunker {
             return Err(ApiError::invalid(format!(
                 "spec: chunker {} asks an LLM; this server runs {} (start one with --chunker {})",
@@ -177,7 +200,10 @@ fn poisoned() -> Error {
 #[derive(Serialize)]
 pub(crate) struct ChunkResponse<'a> {
     pub model: &'a str,
-    pub chunker: String,
+    /// The chunker's name (`maxmin`), the same whatever its settings.
+    pub chunker: &'static str,
+    /// Its settings line: model, rule parameters, calibration (as `/info` gives it).
+    pub chunker_description: String,
     pub chunks: Vec<ChunkOut<'a>>,
     /// Documents chunked by sentence packing after a model error (`on_model_error`).
     pub fallbacks: Vec<Fallback<'a>>,
@@ -251,7 +277,8 @@ pub(crate) fn response<'a>(
     }
     Ok(ChunkResponse {
         model,
-        chunker: chunker.describe(),
+        chunker: chunker.kind().name(),
+        chunker_description: chunker.describe(),
         usage: ChunkUsage { documents: docs.len(), chunks: chunks.len(), tokens },
         chunks,
         fallbacks,

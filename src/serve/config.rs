@@ -27,6 +27,10 @@ pub struct ServeConfig {
     pub cached_chunkers: usize,
     /// Embedding inputs past the model's window (as `seamcut embed --long`).
     pub long: LongInput,
+    /// The names the model is served under (`--served-model-name`, as TEI and vLLM have it):
+    /// what `GET /v1/models` lists, what a request's `model` may say, and the first is what
+    /// answers carry. Empty: the model as `spec.model` names it (or its directory's name).
+    pub served_model_names: Vec<String>,
 }
 
 impl Default for ServeConfig {
@@ -40,6 +44,7 @@ impl Default for ServeConfig {
             max_batch_tokens: 16_384,
             cached_chunkers: 16,
             long: LongInput::Truncate,
+            served_model_names: Vec::new(),
         }
     }
 }

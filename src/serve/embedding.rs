@@ -169,6 +169,33 @@ pub(crate) struct TeiRequest {
     pub dimensions: Option<usize>,
 }
 
+/// `POST /tokenize`.
+#[derive(Deserialize)]
+pub(crate) struct TokenizeRequest {
+    pub inputs: Value,
+    /// The model's special tokens around each input (`[CLS]` … `[SEP]`), as TEI's default.
+    #[serde(default = "yes")]
+    pub add_special_tokens: bool,
+    /// As `/embed`'s: the prompt's tokens are counted, as the model would read them.
+    #[serde(default)]
+    pub prompt_name: Option<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// `POST /embed_all`.
+#[derive(Deserialize)]
+pub(crate) struct EmbedAllRequest {
+    pub inputs: Value,
+    /// Cut an input past the model's window there; otherwise such an input is 413 (TEI's rule).
+    #[serde(default)]
+    pub truncate: Option<bool>,
+    #[serde(default)]
+    pub prompt_name: Option<String>,
+}
+
 /// The texts of `input` (a string or a list of strings), checked: not empty, none empty,
 /// at most `max_inputs`.
 pub(crate) fn texts_of(

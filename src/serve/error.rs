@@ -76,11 +76,15 @@ impl ApiError {
     }
 
     /// A model the server does not serve: 404, as OpenAI answers.
-    pub fn no_such_model(asked: &str, served: &str) -> Self {
+    pub fn no_such_model(asked: &str, served: &[&str]) -> Self {
+        let names: Vec<String> = served.iter().map(|n| format!("{n:?}")).collect();
         let mut e = Self::new(
             StatusCode::NOT_FOUND,
             "invalid_request_error",
-            format!("the model {asked:?} is not served here; this server serves {served:?}"),
+            format!(
+                "the model {asked:?} is not served here; this server serves {} (GET /v1/models)",
+                names.join(", ")
+            ),
         );
         e.kind = "model_not_found";
         e

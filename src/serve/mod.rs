@@ -55,8 +55,17 @@ use metrics::Metrics;
 use queue::Queue;
 
 /// The routes, as metrics label them (anything else is `other`).
-pub(crate) const ROUTES: [&str; 6] =
-    ["/health", "/info", "/metrics", "/v1/embeddings", "/embed", "/v1/chunk"];
+pub(crate) const ROUTES: [&str; 9] = [
+    "/health",
+    "/info",
+    "/metrics",
+    "/v1/models",
+    "/v1/embeddings",
+    "/embed",
+    "/embed_all",
+    "/tokenize",
+    "/v1/chunk",
+];
 
 /// What every handler shares.
 pub(crate) struct AppState {
@@ -68,6 +77,39 @@ pub(crate) struct AppState {
     pub metrics: Arc<Metrics>,
     pub admission: Arc<Semaphore>,
     pub key_digest: Option<[u8; 32]>,
+    /// When the server started (Unix seconds): `/v1/models`' `created`.
+    pub started: u64,
+}
+
+impl AppState {
+    /// The name answers carry: the first served name, else the model as the spec names it.
+    pub fn model_name(&self) -> &str {
+        self.config.served_model_names.first().map_or(self.config.spec.model.as_str(), String::as_str)
+    }
+
+    /// What `GET /v1/models` lists: the served names, else the one [`Self::model_name`].
+    pub fn model_names(&self) -> Vec<&str> {
+        match self.config.served_model_names.as_slice() {
+            [] => vec![self.config.spec.model.as_str()],
+            names => names.iter().map(String::as_str).collect(),
+        }
+    }
+
+    /// Whether a request's `model` names this server's model: one of the served names, or,
+    /// where none was given, the model as the spec names it or its directory's name. Empty
+    /// or absent means the served model.
+    pub fn serves(&self, asked: &str) -> bool {
+        if asked.is_empty() {
+            return true;
+        }
+        let names = &self.config.served_model_names;
+        if !names.is_empty() {
+            return names.iter().any(|n| n == asked);
+        }
+        let served = self.config.spec.model.as_str();
+        let base = std::path::Path::new(served.trim_end_matches('/')).file_name().and_then(|n| n.to_str());
+        asked == served || Some(asked) == base
+    }
 }
 
 /// Serve until SIGTERM or Ctrl-C, then stop accepting, finish the requests in flight and
@@ -128,6 +170,9 @@ async fn serve(config: ServeConfig, model: Arc<dyn Embedder>) -> Result<()> {
     let state = Arc::new(AppState {
         admission: Arc::new(Semaphore::new(config.limits.max_concurrent_requests.max(1))),
         key_digest: config.api_key.as_deref().map(limits::digest),
+        started: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
         chunker_description,
         embed_queue,
         lanes,
@@ -141,10 +186,7 @@ async fn serve(config: ServeConfig, model: Arc<dyn Embedder>) -> Result<()> {
             addr.ip()
         );
     }
-    eprintln!(
-        "seamcut: serving {} ({}) on http://{addr}",
-        state.config.spec.model, state.chunker_description
-    );
+    eprintln!("seamcut: serving {} ({}) on http://{addr}", state.model_name(), state.chunker_description);
     accept(listener, router(state.clone()), state.config.limits.header_timeout).await;
     eprintln!("seamcut: stopped");
     Ok(())
@@ -156,12 +198,15 @@ fn router(st: Arc<AppState>) -> Router {
     let work = Router::new()
         .route("/v1/embeddings", post(routes::openai_embeddings))
         .route("/embed", post(routes::tei_embed))
+        .route("/embed_all", post(routes::tei_embed_all))
+        .route("/tokenize", post(routes::tei_tokenize))
         .route("/v1/chunk", post(routes::chunk))
         .route_layer(from_fn_with_state(st.clone(), limits::deadline))
         .route_layer(from_fn_with_state(st.clone(), limits::admit));
     Router::new()
         .route("/info", get(routes::info))
         .route("/metrics", get(routes::metrics))
+        .route("/v1/models", get(routes::models))
         .merge(work)
         .route_layer(from_fn_with_state(st.clone(), limits::auth))
         .route("/health", get(routes::health))

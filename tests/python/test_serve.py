@@ -305,12 +305,126 @@ def test_request_errors_name_the_field_and_say_what_is_wrong(minilm):
     assert flat["chunks"] == nested["chunks"] and flat["chunks"]
 
 
+def test_error_texts_name_only_what_a_request_may_set_and_say_where_a_setting_goes(minilm):
+    doc = {"documents": [{"id": "a", "text": "One topic. More of it.\n\nAnother."}]}
+    # An unknown setting lists the settings a request may give, not the server's own.
+    r = minilm.http.post("/v1/chunk", json={**doc, "spec": {"max_tokenz": 3}})
+    msg = r.json()["error"]["message"]
+    assert r.status_code == 422 and "known:" in msg and "max_tokens" in msg, msg
+    known = msg.split("known:")[1]
+    for machine in ["model", "sizer", "device", "dtype", "device_bands", "llm"]:
+        assert not re.search(rf"\b{machine}\b(?!_)", known), (machine, msg)
+    # A bad mode is named once.
+    r = minilm.http.post("/v1/chunk", json={**doc, "embeddings": "bogus"})
+    msg = r.json()["error"]["message"]
+    assert r.status_code == 422 and msg.count("embeddings") == 1 and "bogus" in msg, msg
+    # A chunker setting at the top level: refused, with where it goes.
+    r = minilm.http.post("/v1/chunk", json={**doc, "max_tokens": 128})
+    msg = r.json()["error"]["message"]
+    assert r.status_code == 422 and '"spec"' in msg and "max_tokens" in msg, msg
+    r = minilm.http.post("/v1/chunk", json={**doc, "colour": "red"})
+    assert r.status_code == 422 and "colour" in r.json()["error"]["message"], r.text
+    # A setting out of its range, as the CLI refuses it.
+    r = minilm.http.post("/v1/chunk", json={**doc, "spec": {"hard_thr": 5}})
+    assert r.status_code == 422 and "hard_thr" in r.json()["error"]["message"], r.text
+    # The chunker's name is one stable value; its settings line is a field of its own.
+    for spec in [None, {"hard_thr": 0.5}, {"chunker": "recursive"}]:
+        body = {**doc, **({"spec": spec} if spec else {})}
+        a = minilm.http.post("/v1/chunk", json=body).json()
+        want = (spec or {}).get("chunker", "maxmin")
+        assert a["chunker"] == want, a["chunker"]
+        assert a["chunker_description"].startswith(want), a
+        # A model chunker's description carries its settings; its name stays the bare name.
+        assert (a["chunker_description"] != want) == (want == "maxmin"), a
+    minilm.healthy_and_right()
+
+
 def test_info_and_the_default_bind(minilm):
     assert minilm.addr[0] == "127.0.0.1"
     info = minilm.http.get("/info").json()
     assert info["model"] == MINILM and info["dim"] == 384 and info["max_positions"] == 256
     assert info["chunker"]["chunker"] == "maxmin" and "maxmin" in info["chunker_description"]
     assert info["auth"] is False and info["version"]
+
+
+def test_served_model_names_are_listed_accepted_and_carried():
+    names = ["--served-model-name", "minilm,mini", "--served-model-name", "minilm"]
+    with serving("--model", MINILM, *names) as s:
+        client = openai.OpenAI(base_url=s.url + "/v1", api_key="unused", max_retries=0)
+        # Listed once each, in order, in OpenAI's shape (the client parses it).
+        assert [m.id for m in client.models.list()] == ["minilm", "mini"]
+        listed = s.http.get("/v1/models").json()
+        assert listed["object"] == "list" and all(m["object"] == "model" for m in listed["data"])
+        assert s.http.get("/info").json()["served_model_names"] == ["minilm", "mini"]
+        want = seamcut_embed(TEXTS[:2])
+        for name in ("mini", "minilm", None):
+            r = client.embeddings.create(input=TEXTS[:2], **({"model": name} if name else {"model": ""}))
+            assert r.model == "minilm" and cosines([d.embedding for d in r.data], want).min() >= 0.9999
+        # Given names, only they are this model's: the --model value is another model now.
+        with pytest.raises(openai.NotFoundError, match='"minilm", "mini"'):
+            client.embeddings.create(model=MINILM, input="a")
+        chunked = s.http.post("/v1/chunk", json={"documents": [{"text": "One. Two."}]}).json()
+        assert chunked["model"] == "minilm"
+    # Without names, the model as given.
+    r = subprocess.run([BIN, "serve", "--port", "0", "--served-model-name", "a,,b"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "--served-model-name" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_models_lists_the_model_as_given_without_names(minilm):
+    assert [m["id"] for m in minilm.http.get("/v1/models").json()["data"]] == [MINILM]
+
+
+def test_tokenize_gives_the_tokens_the_model_reads_with_byte_offsets(minilm):
+    texts = TEXTS[:4]
+    got = minilm.http.post("/tokenize", json={"inputs": texts}).json()
+    assert len(got) == len(texts)
+    billed = [minilm.http.post("/v1/embeddings", json={"input": t}).json()["usage"]["prompt_tokens"] for t in texts]
+    for text, tokens, n in zip(texts, got, billed):
+        # What /v1/embeddings bills for a text within the window is what /tokenize counts.
+        assert len(tokens) == n
+        assert tokens[0] == {"id": 101, "text": "[CLS]", "special": True, "start": None, "stop": None}
+        assert tokens[-1]["text"] == "[SEP]" and tokens[-1]["special"]
+        raw = text.encode("utf-8")
+        content = tokens[1:-1]
+        assert content and not any(t["special"] for t in content)
+        for t in content:
+            # Byte offsets: the input's bytes between them are the token's text.
+            assert raw[t["start"]:t["stop"]].decode("utf-8") == t["text"]
+        starts = [t["start"] for t in content]
+        assert starts == sorted(starts)
+    # The accents and the CJK text sit at byte, not character, offsets.
+    cafe = got[2][1]
+    assert cafe["text"] == "Café" and cafe["stop"] == len("Café".encode())
+    plain = minilm.http.post("/tokenize", json={"inputs": TEXTS[0], "add_special_tokens": False}).json()
+    assert plain == [got[0][1:-1]]
+    # Not cut at the window: a client counts what it would send.
+    long = minilm.http.post("/tokenize", json={"inputs": TEXTS[4]}).json()[0]
+    assert len(long) > 256
+    expect_error(minilm.http.post("/tokenize", json={"inputs": []}), 422)
+
+
+def test_embed_all_gives_every_tokens_state_which_pools_to_the_embed_vector(minilm):
+    texts = TEXTS[:4]
+    states = minilm.http.post("/embed_all", json={"inputs": texts}).json()
+    counts = [len(t) for t in minilm.http.post("/tokenize", json={"inputs": texts}).json()]
+    assert [len(s) for s in states] == counts
+    assert all(len(row) == 384 for s in states for row in s)
+    # all-MiniLM-L6-v2 mean-pools every token, [CLS] and [SEP] included, then normalises.
+    pooled = np.array([np.mean(np.array(s, dtype=np.float64), axis=0) for s in states])
+    assert cosines(pooled, seamcut_embed(texts)).min() >= 0.9999
+    # Past the window: 413 naming the way, unless truncate cuts it there (as /embed cuts).
+    r = minilm.http.post("/embed_all", json={"inputs": [TEXTS[0], TEXTS[4]]})
+    expect_error(r, 413)
+    assert "inputs[1]" in r.json()["error"]["message"] and "truncate" in r.json()["error"]["message"]
+    cut = minilm.http.post("/embed_all", json={"inputs": TEXTS[4], "truncate": True}).json()
+    assert len(cut) == 1 and len(cut[0]) == 256
+    pooled = np.mean(np.array(cut[0], dtype=np.float64), axis=0)
+    assert cosines([pooled], seamcut_embed([TEXTS[4]]))[0] >= 0.9999
+    m = minilm.metrics()
+    assert m['seamcut_requests_total{route="/embed_all",status="200"}'] >= 2
+    assert m['seamcut_requests_total{route="/embed_all",status="413"}'] >= 1
+    assert m['seamcut_requests_total{route="/tokenize",status="200"}'] >= 1
 
 
 @pytest.fixture(scope="module")
@@ -379,6 +493,10 @@ def expect_error(r, status):
         ("/v1/embeddings", b'{"input": ["a", "b", "c", "d", "e"]}', 413),  # over --max-inputs
         ("/v1/chunk", b'{"documents": [' + b",".join([b'{"text": "a"}'] * 5) + b"]}", 413),
         ("/v1/embeddings", b'{"input": "' + b"x" * 5000 + b'"}', 413),  # over --max-body-bytes
+        ("/tokenize", b'{"inputs": 5}', 422),
+        ("/tokenize", b'{"inputs": ["a", "b", "c", "d", "e"]}', 413),
+        ("/embed_all", b'{"inputs": [""]}', 422),
+        ("/embed_all", b'{"inputs": "' + b"x" * 5000 + b'"}', 413),
     ],
 )
 def test_bad_requests_get_a_status_and_a_one_line_json_error(tight, path, body, status):
@@ -597,6 +715,9 @@ def test_the_api_key_is_required_when_set_and_compared_exactly():
             assert r.headers["www-authenticate"] == "Bearer" and r.headers["connection"] == "close"
         expect_error(s.http.get("/metrics"), 401)
         expect_error(s.http.get("/info"), 401)
+        expect_error(s.http.get("/v1/models"), 401)
+        expect_error(s.http.post("/tokenize", json=body), 401)
+        expect_error(s.http.post("/embed_all", json=body), 401)
         assert s.http.get("/health").status_code == 200  # for load balancers
         ok = {"authorization": f"Bearer {key}"}
         assert s.http.post("/embed", json=body, headers=ok).status_code == 200
