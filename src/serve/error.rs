@@ -1,9 +1,23 @@
 //! What a request that cannot be answered gets: a status code and one line of JSON, in the
-//! shape the OpenAI API uses (its Python client, and LangChain through it, read
-//! `error.message`): `{"error":{"message":"...","type":"...","code":422}}`.
+//! shape of the API the route belongs to. OpenAI's (its Python client, and LangChain through
+//! it, read `error.message`): `{"error":{"message":"...","type":"...","code":422}}`, on
+//! `/v1/*` and everywhere else; text-embeddings-inference's, `{"error":"...",
+//! "error_type":"Validation"}`, on its routes ([`TEI_ROUTES`], rewritten by [`tei_shape`]).
 
+use axum::extract::Request;
 use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+
+/// The routes that are text-embeddings-inference's, whose errors take its shape.
+pub(crate) const TEI_ROUTES: [&str; 3] = ["/embed", "/embed_all", "/tokenize"];
+
+/// An error answer's parts, carried on the response so that [`tei_shape`] can write them again.
+#[derive(Clone)]
+struct Parts {
+    message: String,
+    status: StatusCode,
+}
 
 /// An answer other than success.
 #[derive(Debug)]
@@ -126,6 +140,48 @@ impl IntoResponse for ApiError {
         if let Some(s) = self.retry_after {
             r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(s));
         }
+        r.extensions_mut().insert(Parts { message: one_line, status: self.status });
         r
+    }
+}
+
+/// TEI's `error_type` for a status: its `Overloaded` for 429 and 503, `Backend` for a failure
+/// of the model, `Validation` for anything the request got wrong.
+fn tei_type(status: StatusCode) -> &'static str {
+    match status {
+        StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE => "Overloaded",
+        s if s.is_server_error() => "Backend",
+        _ => "Validation",
+    }
+}
+
+/// On TEI's routes, an error answer in TEI's shape, `{"error", "error_type"}`, with the same
+/// status and headers (`Retry-After`, `WWW-Authenticate`, `Connection`); every other answer as
+/// it is.
+pub(crate) async fn tei_shape(req: Request, next: Next) -> Response {
+    let tei = TEI_ROUTES.contains(&req.uri().path());
+    let mut r = next.run(req).await;
+    if !tei {
+        return r;
+    }
+    if let Some(p) = r.extensions_mut().remove::<Parts>() {
+        let body = serde_json::json!({"error": p.message, "error_type": tei_type(p.status)}).to_string();
+        r.headers_mut().remove(header::CONTENT_LENGTH);
+        *r.body_mut() = axum::body::Body::from(body);
+    }
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tei_error_types_follow_the_status() {
+        assert_eq!(tei_type(StatusCode::UNPROCESSABLE_ENTITY), "Validation");
+        assert_eq!(tei_type(StatusCode::PAYLOAD_TOO_LARGE), "Validation");
+        assert_eq!(tei_type(StatusCode::TOO_MANY_REQUESTS), "Overloaded");
+        assert_eq!(tei_type(StatusCode::SERVICE_UNAVAILABLE), "Overloaded");
+        assert_eq!(tei_type(StatusCode::INTERNAL_SERVER_ERROR), "Backend");
     }
 }

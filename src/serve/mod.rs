@@ -213,6 +213,7 @@ fn router(st: Arc<AppState>) -> Router {
         .fallback(|| async { error::ApiError::not_found() })
         .method_not_allowed_fallback(|| async { error::ApiError::method_not_allowed() })
         .layer(from_fn_with_state(st.clone(), limits::record))
+        .layer(axum::middleware::from_fn(error::tei_shape))
         .with_state(st)
 }
 

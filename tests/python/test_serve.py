@@ -178,7 +178,7 @@ def test_prompts_and_dimensions_give_the_clis_vectors():
             want = cut if "dimensions" in body else query if "prompt_name" in body else plain
             assert cosines(a.json(), want).min() >= 0.9999, body
         r = s.http.post("/embed", json={"inputs": "a", "prompt_name": "serch_query"})
-        assert r.status_code == 422 and "serch_query" in r.json()["error"]["message"], r.text
+        assert r.status_code == 422 and "serch_query" in error_message(r), r.text
 
 
 def test_batching_across_requests_changes_no_vector_and_the_metrics_count_it(minilm):
@@ -371,6 +371,22 @@ def test_served_model_names_are_listed_accepted_and_carried():
     assert r.returncode == 2 and "--served-model-name" in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
+def test_errors_take_each_apis_own_shape(minilm):
+    # OpenAI's, read by its own client.
+    client = openai.OpenAI(base_url=minilm.url + "/v1", api_key="unused", max_retries=0)
+    with pytest.raises(openai.UnprocessableEntityError) as e:
+        client.embeddings.create(model="", input=[""])
+    assert e.value.body["message"] and e.value.body["code"] == 422 and e.value.body["type"]
+    # TEI's, as plain HTTP clients of TEI read it, on each of its routes.
+    for path, body in [("/embed", {"inputs": []}), ("/tokenize", {"inputs": 5}), ("/embed_all", {"inputs": [""]})]:
+        r = minilm.http.post(path, json=body)
+        expect_error(r, 422)
+        assert r.json()["error_type"] == "Validation" and "inputs" in r.json()["error"]
+    # Routes of neither API keep OpenAI's (and an unknown route is no TEI route).
+    expect_error(minilm.http.post("/v1/chunk", json={"documents": []}), 422)
+    expect_error(minilm.http.get("/nowhere"), 404)
+
+
 def test_models_lists_the_model_as_given_without_names(minilm):
     assert [m["id"] for m in minilm.http.get("/v1/models").json()["data"]] == [MINILM]
 
@@ -416,7 +432,7 @@ def test_embed_all_gives_every_tokens_state_which_pools_to_the_embed_vector(mini
     # Past the window: 413 naming the way, unless truncate cuts it there (as /embed cuts).
     r = minilm.http.post("/embed_all", json={"inputs": [TEXTS[0], TEXTS[4]]})
     expect_error(r, 413)
-    assert "inputs[1]" in r.json()["error"]["message"] and "truncate" in r.json()["error"]["message"]
+    assert "inputs[1]" in error_message(r) and "truncate" in error_message(r)
     cut = minilm.http.post("/embed_all", json={"inputs": TEXTS[4], "truncate": True}).json()
     assert len(cut) == 1 and len(cut[0]) == 256
     pooled = np.mean(np.array(cut[0], dtype=np.float64), axis=0)
@@ -464,12 +480,29 @@ def post_head(path, length):
             f"Content-Length: {length}\r\n\r\n").encode()
 
 
+TEI_ROUTES = {"/embed", "/embed_all", "/tokenize"}
+TEI_TYPES = {413: "Validation", 422: "Validation", 400: "Validation", 401: "Validation", 408: "Validation",
+             429: "Overloaded", 503: "Overloaded", 500: "Backend"}
+
+
 def expect_error(r, status):
+    """One line of JSON in the route's API's own error shape: TEI's `{"error", "error_type"}`
+    on its routes, OpenAI's `{"error": {"message", "type", "code"}}` elsewhere."""
     assert r.status_code == status, r.text
     assert r.headers["content-type"] == "application/json"
     assert "\n" not in r.text.strip()
-    e = r.json()["error"]
-    assert e["code"] == status and e["message"] and e["type"]
+    body = r.json()
+    if r.request.url.path in TEI_ROUTES:
+        assert set(body) == {"error", "error_type"} and isinstance(body["error"], str) and body["error"]
+        assert body["error_type"] == TEI_TYPES[status], body
+    else:
+        e = body["error"]
+        assert e["code"] == status and e["message"] and e["type"]
+
+
+def error_message(r):
+    body = r.json()
+    return body["error"] if isinstance(body["error"], str) else body["error"]["message"]
 
 
 @pytest.mark.parametrize(
@@ -566,7 +599,8 @@ def test_slow_bodies_and_slow_answers_time_out():
         sock = raw(s.addr, post_head("/embed", 40) + b'{"inputs"')
         try:
             status, body = read_response(sock)
-            assert status == 408 and json.loads(body)["error"]["code"] == 408
+            # TEI's route: TEI's error shape.
+            assert status == 408 and json.loads(body)["error_type"] == "Validation"
         finally:
             sock.close()
         s.healthy_and_right()
@@ -574,7 +608,7 @@ def test_slow_bodies_and_slow_answers_time_out():
         sock = raw(s.addr, post_head("/embed", 40) + b'{"inputs"')
         try:
             status, body = read_response(sock)
-            assert status == 503 and json.loads(body)["error"]["type"] == "timeout"
+            assert status == 503 and json.loads(body)["error_type"] == "Overloaded"
         finally:
             sock.close()
         s.healthy_and_right()
