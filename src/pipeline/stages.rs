@@ -201,15 +201,12 @@ pub(super) fn run(
     let mut writer = Writer::open(target, job, plan.as_ref().map(VectorPlan::dim))?;
     // A resumed job goes on after what its output holds; a finished one has nothing to read.
     let mut totals = writer.totals();
-    if matches!(writer, Writer::Commit(ref c) if c.finished()) {
+    let done_before = writer.finished();
+    // A finished file has nothing left to do; a database's finish still runs (`--hnsw`).
+    if done_before && matches!(writer, Writer::Commit(_)) {
         let chunker = job.chunker.describe();
-        return Ok(JobStats {
-            totals,
-            chunker,
-            done_before: true,
-            seconds: t0.elapsed().as_secs_f64(),
-            ..JobStats::default()
-        });
+        let seconds = t0.elapsed().as_secs_f64();
+        return Ok(JobStats { totals, chunker, done_before, seconds, ..JobStats::default() });
     }
     let skip = if writer.complete() { u64::MAX } else { totals.items };
     let depth = opts.channel_depth.max(1);
@@ -218,8 +215,7 @@ pub(super) fn run(
     let (tx_dev, rx_dev) = sync_channel::<Msg<Staged<'_>>>(depth);
     let (tx_fin, rx_fin) = sync_channel::<Msg<Finished>>(depth);
     let progress = progress_bar(opts.progress, opts.total_bytes);
-    let mut stats =
-        JobStats { chunker: job.chunker.describe(), done_before: writer.finished(), ..JobStats::default() };
+    let mut stats = JobStats { chunker: job.chunker.describe(), done_before, ..JobStats::default() };
     let llm_before = job.chunker.llm_cost();
     let plan = plan.as_ref();
     let mut band_busy = 0.0;

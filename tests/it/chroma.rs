@@ -220,34 +220,3 @@ fn chroma_faults_are_one_line_errors() {
     let ids: std::collections::HashSet<&str> = rows.iter().map(|r| r.split(' ').next().unwrap()).collect();
     assert_eq!(ids.len(), rows.len());
 }
-
-/// A second Chroma server of its own (`tests/db/chroma.sh` with another state folder), which a
-/// test may kill; stopped and removed when dropped.
-pub(super) struct OwnServer {
-    pub(super) state: String,
-    pub(super) url: String,
-}
-
-impl OwnServer {
-    pub(super) fn start(name: &str) -> Self {
-        let state = format!("/tmp/seamcut-chroma-{name}-{}", std::process::id());
-        let o = Self::script(&state, "start");
-        let url = String::from_utf8(o.stdout).unwrap().trim().to_string();
-        Self { state, url }
-    }
-
-    pub(super) fn script(state: &str, cmd: &str) -> Output {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/db/chroma.sh");
-        let o =
-            std::process::Command::new(script).arg(cmd).env("SEAMCUT_CHROMA_STATE", state).output().unwrap();
-        assert!(o.status.success(), "chroma.sh {cmd}: {}", stderr(&o));
-        o
-    }
-}
-
-impl Drop for OwnServer {
-    fn drop(&mut self) {
-        let _ = Self::script(&self.state, "stop");
-        let _ = std::fs::remove_dir_all(&self.state);
-    }
-}

@@ -1,10 +1,9 @@
-//! What the database tests share (`pgvector.rs`, `chroma.rs`, `lance.rs`): the CLI, a corpus, and a run
-//! killed with SIGKILL as soon as it has committed something.
+//! What the database tests share (`pgvector.rs`, `chroma.rs`, `lance.rs`, `faults.rs`): the CLI, a
+//! corpus, a run killed with SIGKILL as soon as it has committed something, and a server of a
+//! test's own.
 
 use std::path::{Path, PathBuf};
-#[cfg(feature = "lancedb")]
-use std::process::Stdio;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
 pub fn seamcut(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_seamcut")).args(args).output().unwrap()
@@ -49,9 +48,7 @@ pub fn corpus(dir: &Path, n: usize) -> PathBuf {
 }
 
 /// Run `seamcut ARGS` and SIGKILL it as soon as `progress` (what the database holds of the
-/// job) moves; whether it was stopped before it finished. (LanceDB's tests; the other outputs'
-/// kills are the fault matrix's, `faults.rs`.)
-#[cfg(feature = "lancedb")]
+/// job) moves; whether it was stopped before it finished.
 pub fn killed_after_progress(args: &[&str], progress: impl Fn() -> u64) -> bool {
     let before = progress();
     let mut child = Command::new(env!("CARGO_BIN_EXE_seamcut"))
@@ -86,4 +83,58 @@ pub fn killed_rounds(args: &[&str], rounds: usize, progress: impl Fn() -> u64) -
             killed_after_progress(&a, &progress)
         })
         .count()
+}
+
+/// A database server of a test's own (`tests/db/postgres.sh` or `chroma.sh` with a state
+/// folder of its own), which the test may kill and restart; stopped and removed when dropped.
+pub struct OwnServer {
+    script: &'static str,
+    state_var: &'static str,
+    /// More of the script's settings.
+    env: &'static [(&'static str, &'static str)],
+    state: String,
+    pub url: String,
+}
+
+impl OwnServer {
+    /// A PostgreSQL with durable commits: killed, it keeps every transaction it acknowledged.
+    pub fn postgres(name: &str) -> Self {
+        Self::start("postgres", "SEAMCUT_PG_STATE", &[("SEAMCUT_PG_SYNC_COMMIT", "on")], name)
+    }
+
+    pub fn chroma(name: &str) -> Self {
+        Self::start("chroma", "SEAMCUT_CHROMA_STATE", &[], name)
+    }
+
+    fn start(
+        script: &'static str,
+        state_var: &'static str,
+        env: &'static [(&'static str, &'static str)],
+        name: &str,
+    ) -> Self {
+        let state = format!("/tmp/seamcut-{script}-{name}-{}", std::process::id());
+        let mut s = Self { script, state_var, env, state, url: String::new() };
+        s.url = String::from_utf8(s.run("start").stdout).unwrap().trim().to_string();
+        s
+    }
+
+    /// `tests/db/SCRIPT.sh CMD` on this server (`kill`, `restart`, `stop`).
+    pub fn run(&self, cmd: &str) -> Output {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/db/{}.sh", self.script));
+        let o = Command::new(script)
+            .arg(cmd)
+            .env(self.state_var, &self.state)
+            .envs(self.env.iter().copied())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}.sh {cmd}: {}", self.script, stderr(&o));
+        o
+    }
+}
+
+impl Drop for OwnServer {
+    fn drop(&mut self) {
+        let _ = self.run("stop");
+        let _ = std::fs::remove_dir_all(&self.state);
+    }
 }

@@ -20,7 +20,7 @@ use std::sync::OnceLock;
 
 use serde_json::{json, Value};
 
-use super::db_jobs::{corpus, one_line, seamcut, stderr};
+use super::db_jobs::{corpus, one_line, seamcut, stderr, OwnServer};
 use super::{chroma, pgvector};
 
 /// The job every case runs: a model chunker with vectors and a metadata field, in batches
@@ -546,21 +546,10 @@ fn full_disk() {
 fn server_restart() {
     let c = corpora();
     let dir = tempfile::tempdir().unwrap();
-    let pg = pgvector::OwnServer::start("faults");
-    let chroma = chroma::OwnServer::start("faults");
-    for (kind, server, script) in [
-        (
-            Kind::Pg,
-            pg.url.clone(),
-            Box::new(|cmd: &str| pgvector::OwnServer::script(&pg.state, cmd)) as Box<dyn Fn(&str) -> Output>,
-        ),
-        (
-            Kind::Chroma,
-            chroma.url.clone(),
-            Box::new(|cmd: &str| chroma::OwnServer::script(&chroma.state, cmd)),
-        ),
-    ] {
-        let out = Out::new(kind, dir.path(), "restart").at(&server);
+    let pg = OwnServer::postgres("faults");
+    let chroma = OwnServer::chroma("faults");
+    for (kind, server) in [(Kind::Pg, &pg), (Kind::Chroma, &chroma)] {
+        let out = Out::new(kind, dir.path(), "restart").at(&server.url);
         let mut child = out.spawn(&c.input, &[]);
         let child_pid = child.id();
         while out.progress() == 0 {
@@ -572,7 +561,7 @@ fn server_restart() {
             }
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
-        script("kill");
+        server.run("kill");
         let o = child.wait_with_output().unwrap();
         let err = stderr(&o);
         let outcome = if o.status.success() {
@@ -582,7 +571,7 @@ fn server_restart() {
             assert!(last.contains("127.0.0.1") && last.contains("--resume"), "{kind:?} ({child_pid}): {err}");
             last
         };
-        script("restart");
+        server.run("restart");
         if !o.status.success() {
             assert!(!out.rows().is_empty(), "{kind:?}: the acknowledged batches are kept");
         }

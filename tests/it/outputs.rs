@@ -5,6 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use super::db_jobs::killed_after_progress;
+
 fn seamcut(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_seamcut")).args(args).stdin(Stdio::null()).output().unwrap()
 }
@@ -120,19 +122,8 @@ fn a_replacing_run_leaves_the_old_file_whole_until_the_new_one_is_complete() {
     // A replacing run, one document a batch, killed once it has committed a part.
     let partial = dir.path().join("out.jsonl.seamcut-partial");
     let args = ["chunk", input, "--chunker", "recursive", "--batch-bytes", "1", "-o", o, "-q"];
-    let mut child = Command::new(env!("CARGO_BIN_EXE_seamcut"))
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let committed = |p: &Path| p.join("manifest.json").is_file();
-    while child.try_wait().unwrap().is_none() && !committed(&partial) {
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
-    let _ = child.kill();
-    let status = child.wait().unwrap();
-    assert!(!status.success(), "the run was killed mid-job (300 batches, each committed with fsync)");
+    let killed = killed_after_progress(&args, || u64::from(partial.join("manifest.json").is_file()));
+    assert!(killed, "the run was killed mid-job (300 batches, each committed with fsync)");
     assert_eq!(std::fs::read(&out).unwrap(), old, "the killed run left the old output whole");
     // The interrupted replacement goes on with --resume and gives the fresh run's bytes.
     ok(&[&args[..], &["--resume"]].concat());

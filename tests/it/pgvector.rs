@@ -201,42 +201,6 @@ pub(super) fn committed_items_at(base: &str, table: &str) -> u64 {
     })
 }
 
-/// A second PostgreSQL of its own (`tests/db/postgres.sh` with another state folder), which a
-/// test may kill; stopped and removed when dropped.
-pub(super) struct OwnServer {
-    pub(super) state: String,
-    pub(super) url: String,
-}
-
-impl OwnServer {
-    pub(super) fn start(name: &str) -> Self {
-        let state = format!("/tmp/seamcut-pg-{name}-{}", std::process::id());
-        let o = Self::script(&state, "start");
-        let url = String::from_utf8(o.stdout).unwrap().trim().to_string();
-        Self { state, url }
-    }
-
-    pub(super) fn script(state: &str, cmd: &str) -> Output {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/db/postgres.sh");
-        // Durable commits: killed, the server keeps every transaction it acknowledged.
-        let o = Command::new(script)
-            .arg(cmd)
-            .env("SEAMCUT_PG_STATE", state)
-            .env("SEAMCUT_PG_SYNC_COMMIT", "on")
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "postgres.sh {cmd}: {}", stderr(&o));
-        o
-    }
-}
-
-impl Drop for OwnServer {
-    fn drop(&mut self) {
-        let _ = Self::script(&self.state, "stop");
-        let _ = std::fs::remove_dir_all(&self.state);
-    }
-}
-
 #[test]
 fn bad_input_and_faults_are_one_line_errors_and_lose_nothing() {
     let dir = tempfile::tempdir().unwrap();
