@@ -44,6 +44,8 @@ const MAX_IDENT: usize = 63;
 
 /// The job-progress table.
 const JOBS: &str = "seamcut_jobs";
+/// The advisory lock under which writers prepare their tables, one at a time.
+const PREPARE_LOCK: &str = "seamcut: preparing a table";
 
 impl PgTarget {
     /// # Errors
@@ -227,8 +229,18 @@ impl PgWriter {
             tries: 6,
             backoff: Duration::from_millis(250),
         };
+        // Shards of one job open the same table at the same moment. Their `IF NOT EXISTS`
+        // statements are not atomic with each other (two of them deadlocked on the new
+        // table's lock in a run of four shards), so preparing waits its turn on one advisory
+        // lock; the session holds it, and a writer that fails drops its connection with it.
+        w.client
+            .execute("SELECT pg_advisory_lock(hashtextextended($1, 0))", &[&PREPARE_LOCK])
+            .map_err(w.sql_err("waiting for the table"))?;
         w.prepare_table(dim)?;
         let progress = w.read_progress()?;
+        w.client
+            .execute("SELECT pg_advisory_unlock(hashtextextended($1, 0))", &[&PREPARE_LOCK])
+            .map_err(w.sql_err("preparing the table"))?;
         if !w.opts.replace {
             let empty: bool = w
                 .client
