@@ -74,10 +74,13 @@ pub enum Precision {
     F32,
     F16,
     Bf16,
+    /// int8 products on the CPU ([`crate::embed::int8`]): weights per output channel,
+    /// activations per token, f32 everywhere else.
+    Int8,
 }
 
 impl Precision {
-    /// Parse `f32`, `f16`, `bf16`.
+    /// Parse `f32`, `f16`, `bf16`, `int8`.
     ///
     /// # Errors
     /// On anything else.
@@ -86,7 +89,8 @@ impl Precision {
             "f32" => Ok(Self::F32),
             "f16" => Ok(Self::F16),
             "bf16" => Ok(Self::Bf16),
-            _ => Err(Error::setting("dtype", format!("unknown dtype {s:?} (f32, f16, bf16)"))),
+            "int8" => Ok(Self::Int8),
+            _ => Err(Error::setting("dtype", format!("unknown dtype {s:?} (f32, f16, bf16, int8)"))),
         }
     }
 
@@ -96,6 +100,8 @@ impl Precision {
             Self::F32 => DType::F32,
             Self::F16 => DType::F16,
             Self::Bf16 => DType::BF16,
+            // Tensors stay f32; only the linear layers' products are integer.
+            Self::Int8 => DType::F32,
         }
     }
 }
@@ -106,6 +112,7 @@ impl std::fmt::Display for Precision {
             Self::F32 => "f32",
             Self::F16 => "f16",
             Self::Bf16 => "bf16",
+            Self::Int8 => "int8",
         })
     }
 }
@@ -122,21 +129,34 @@ impl std::str::FromStr for Precision {
 crate::serde_text::serde_as_text!(DeviceSpec);
 crate::serde_text::serde_as_text!(Precision);
 
+/// What the encoders' linear layers compute their products in on the CPU, where tensors
+/// stay f32 (`Compute::dtype`) for every `--dtype`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Products {
+    /// f32, what the tensors hold (and every product on a GPU).
+    #[default]
+    Tensor,
+    /// bf16 inputs, f32 sums, on AMX tiles ([`crate::embed::amx`]) or, without them, AVX-512
+    /// BF16 ([`crate::embed::bf16`]).
+    Bf16,
+    /// int8 inputs, i32 sums ([`crate::embed::int8`]).
+    Int8,
+}
+
 /// A resolved device and dtype, shared by every stage that computes.
 #[derive(Debug, Clone)]
 pub struct Compute {
     pub device: Device,
     pub dtype: DType,
-    /// `--dtype bf16` on the CPU: tensors stay f32 (`dtype`), the encoder's linear products
-    /// run in bf16 on AMX tiles ([`crate::embed::amx`]).
-    pub bf16_products: bool,
+    /// The linear layers' products on the CPU (`--dtype bf16` or `int8`).
+    pub products: Products,
 }
 
 impl Compute {
     /// The CPU in f32: what tests and tools without a choice use.
     #[must_use]
     pub fn cpu() -> Self {
-        Self { device: Device::Cpu, dtype: DType::F32, bf16_products: false }
+        Self { device: Device::Cpu, dtype: DType::F32, products: Products::Tensor }
     }
 
     /// Resolve a device spec and precision.
@@ -159,17 +179,24 @@ impl Compute {
             }
         };
         let dtype = precision.dtype();
+        if precision == Precision::Int8 {
+            if !device.is_cpu() {
+                return Err(Error::setting("dtype", "int8 runs on the CPU only; on a GPU use f16 or bf16"));
+            }
+            return Ok(Self { device, dtype, products: Products::Int8 });
+        }
         if device.is_cpu() && dtype == DType::BF16 {
-            // candle's CPU matmul has no bf16 kernel worth using; seamcut's AMX products are.
-            if !crate::embed::amx::available() {
+            // candle's CPU matmul has no bf16 kernel worth using; seamcut's AMX tiles and
+            // AVX-512 BF16 products are.
+            if !crate::embed::amx::available() && !crate::embed::bf16::available() {
                 return Err(Error::setting(
                     "dtype",
-                    "bf16 on the CPU needs AMX (Intel Sapphire Rapids or later); use f32 or f16",
+                    "bf16 on the CPU needs AMX or AVX-512 BF16 (Intel Sapphire Rapids or Cooper Lake and later, AMD Zen 4 and later); use f32 or int8",
                 ));
             }
-            return Ok(Self { device, dtype: DType::F32, bf16_products: true });
+            return Ok(Self { device, dtype: DType::F32, products: Products::Bf16 });
         }
-        Ok(Self { device, dtype, bf16_products: false })
+        Ok(Self { device, dtype, products: Products::Tensor })
     }
 
     /// Whether bands are best computed where the unit vectors are (seamcut's CUDA kernels; on
@@ -188,8 +215,13 @@ impl Compute {
             Device::Cuda(_) => "cuda".to_string(),
             Device::Metal(_) => "metal".to_string(),
         };
-        if self.bf16_products {
-            return format!("{d}/bf16 (amx products)");
+        match self.products {
+            Products::Bf16 if crate::embed::amx::available() => return format!("{d}/bf16 (amx products)"),
+            Products::Bf16 => return format!("{d}/bf16 (avx512-bf16 products)"),
+            Products::Int8 => {
+                return format!("{d}/int8 ({} products)", crate::embed::int8::Isa::best().name())
+            }
+            Products::Tensor => {}
         }
         format!("{d}/{:?}", self.dtype).to_lowercase()
     }

@@ -353,9 +353,10 @@ struct SpecArgs {
     /// Where to compute: auto, cpu, cuda[:N], metal[:N]. [default: auto]
     #[arg(long)]
     device: Option<DeviceSpec>,
-    /// Precision of weights and activations: f32, f16, bf16. On the CPU, bf16 keeps f32
-    /// weights and runs the encoder's linear products in bf16 on AMX tiles (Intel Sapphire
-    /// Rapids and later; an error elsewhere): about 1.9× as fast, vectors within 1e-4 cosine.
+    /// Precision of weights and activations: f32, f16, bf16, int8. On the CPU, bf16 and int8
+    /// run the encoder's linear products at that width (bf16 on AMX tiles or AVX-512 BF16, an
+    /// error on CPUs without either; int8 on any x86-64 CPU, and the CPU only) and everything
+    /// else in f32; docs/models.md has what each costs in quality and gains in speed.
     /// [default: f32]
     #[arg(long)]
     dtype: Option<Precision>,
@@ -681,8 +682,8 @@ struct ModelArgs {
     /// Where to compute: auto, cpu, cuda[:N], metal[:N].
     #[arg(long, default_value = "auto")]
     device: DeviceSpec,
-    /// Precision of weights and activations: f32, f16, bf16 (on the CPU: products on AMX
-    /// tiles, see `seamcut chunk --help`).
+    /// Precision of weights and activations: f32, f16, bf16, int8 (on the CPU: reduced-precision
+    /// linear products, see `seamcut chunk --help`).
     #[arg(long, default_value = "f32")]
     dtype: Precision,
     /// One of the model's prompts, by name (its config_sentence_transformers.json `prompts`),

@@ -28,6 +28,9 @@ SEAMCUT_TEST_CHROMA="$(tests/db/chroma.sh start)"
 export SEAMCUT_TEST_PG SEAMCUT_TEST_CHROMA
 trap 'tests/db/postgres.sh stop; tests/db/chroma.sh stop' EXIT
 cargo test
+# The reduced-precision kernels' crate (crates/products): each path this CPU has against the
+# generic one.
+cargo test -p seamcut-products
 venv=.venv-ci
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"

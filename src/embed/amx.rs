@@ -45,19 +45,7 @@ fn detect() -> bool {
     false
 }
 
-/// f32 → bf16, rounding to nearest even (NaN stays NaN). Branch-free, so that a loop of it
-/// vectorises.
-#[inline(always)]
-fn bf16(x: f32) -> u16 {
-    let b = x.to_bits();
-    let rounded = (b.wrapping_add(0x7fff + ((b >> 16) & 1)) >> 16) as u16;
-    let nan = ((b >> 16) | 0x40) as u16;
-    if x.is_nan() {
-        nan
-    } else {
-        rounded
-    }
-}
+use seamcut_products::bf16::round as bf16;
 
 /// Up to 16 rows of `x` (`k` wide) into their A tiles in `dst`: for each k step a 16 × 32
 /// tile of bf16, zero where k or the rows run out.

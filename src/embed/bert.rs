@@ -122,28 +122,26 @@ impl BertEmbedder {
             Error::model(dir.display(), format!("config.json is not a {kind} config: {e}"))
         };
         let (encoder, pos_limit) = match kind.as_str() {
-            "modernbert" | "qwen3" | "nomic_bert" | "gte" | "new" if compute.bf16_products => {
-                return Err(Error::setting(
-                    "dtype",
-                    format!("bf16 on the CPU (AMX products) runs BERT-family encoders only so far; use f32 for {kind}"),
-                ));
-            }
             "modernbert" => {
                 let cfg: ModernBertConfig = serde_json::from_str(&text).map_err(not_config)?;
-                let m = ModernBert::load(vb, &cfg).map_err(bad)?;
+                let m = ModernBert::load(vb, &cfg)
+                    .and_then(|m| m.with_products(compute.products))
+                    .map_err(bad)?;
                 let limit = m.max_positions;
                 (Net::ModernBert(m), limit)
             }
             "nomic_bert" | "gte" | "new" => {
                 let family = if kind == "nomic_bert" { Family::Nomic } else { Family::Gte };
                 let cfg: RopeBertConfig = serde_json::from_str(&text).map_err(not_config)?;
-                let m = RopeBert::load(vb, &cfg, family).map_err(bad)?;
+                let m = RopeBert::load(vb, &cfg, family)
+                    .and_then(|m| m.with_products(compute.products))
+                    .map_err(bad)?;
                 let limit = m.max_positions;
                 (Net::RopeBert(m), limit)
             }
             "qwen3" => {
                 let cfg: Qwen3Config = serde_json::from_str(&text).map_err(not_config)?;
-                let m = Qwen3::load(vb, &cfg).map_err(bad)?;
+                let m = Qwen3::load(vb, &cfg).and_then(|m| m.with_products(compute.products)).map_err(bad)?;
                 let limit = m.max_positions;
                 (Net::Qwen3(m), limit)
             }
@@ -155,10 +153,9 @@ impl BertEmbedder {
                     other => return Err(unknown(other)),
                 };
                 let cfg: EncoderConfig = serde_json::from_str(&text).map_err(not_config)?;
-                let mut encoder = Encoder::load(vb, &cfg, layout).map_err(bad)?;
-                if compute.bf16_products {
-                    encoder = encoder.with_bf16_products().map_err(bad)?;
-                }
+                let encoder = Encoder::load(vb, &cfg, layout)
+                    .and_then(|e| e.with_products(compute.products))
+                    .map_err(bad)?;
                 let limit = encoder.max_positions;
                 (Net::Encoder(encoder), limit)
             }

@@ -86,8 +86,9 @@ struct Linear {
     b: Tensor,
     /// The bias on the host, for the fused CPU ops that add it (f32 on the CPU only).
     b_host: Option<Vec<f32>>,
-    /// The weight packed for AMX tiles, when products run in bf16 ([`Encoder::with_bf16_products`]).
-    packed: Option<super::amx::Packed>,
+    /// The weight packed for its products' kernel under `--dtype bf16` or `int8`
+    /// ([`Encoder::with_products`]); `wt` is then emptied.
+    packed: Option<super::packed::Weight>,
 }
 
 impl Linear {
@@ -102,11 +103,15 @@ impl Linear {
         Ok(Self { wt, b, b_host, packed: None })
     }
 
-    /// Pack the weight for bf16 products on AMX tiles (f32 on the CPU only).
-    fn pack_bf16(&mut self) -> candle_core::Result<()> {
+    /// Pack the weight for `products` (f32 on the CPU only), and let go of its f32 copy: the
+    /// weights are held at the products' width.
+    fn pack(&mut self, products: crate::device::Products) -> candle_core::Result<()> {
         if self.b_host.is_some() {
             let (k, m) = self.wt.dims2()?;
-            self.packed = Some(super::amx::Packed::new(&self.wt.flatten_all()?.to_vec1()?, k, m));
+            self.packed = super::packed::Weight::new(products, &self.wt.flatten_all()?.to_vec1()?, k, m);
+            if self.packed.is_some() {
+                self.wt = Tensor::zeros((0, 0), DType::F32, &Device::Cpu)?;
+            }
         }
         Ok(())
     }
@@ -119,10 +124,10 @@ impl Linear {
     }
 
     fn forward(&self, x: &Tensor, fused: bool) -> candle_core::Result<Tensor> {
+        if let Some(p) = &self.packed {
+            return super::fused::linear_packed(&x.contiguous()?, p, self.b_host.as_deref());
+        }
         if fused && x.is_contiguous() {
-            if let Some(p) = &self.packed {
-                return super::fused::linear_bf16(x, p, self.b_host.as_deref());
-            }
             return super::fused::linear(x, &self.wt, &self.b);
         }
         x.matmul(&self.wt)?.broadcast_add(&self.b)
@@ -133,7 +138,7 @@ impl Linear {
     fn forward_unbiased(&self, x: &Tensor, fused: bool) -> candle_core::Result<Option<(Tensor, &[f32])>> {
         match &self.b_host {
             Some(b) if fused && x.is_contiguous() => match &self.packed {
-                Some(p) => Ok(Some((super::fused::linear_bf16(x, p, None)?, b))),
+                Some(p) => Ok(Some((super::fused::linear_packed(x, p, None)?, b))),
                 None => Ok(Some((super::fused::matmul(x, &self.wt)?, b))),
             },
             _ => Ok(None),
@@ -221,16 +226,16 @@ const CHECKPOINT: Checkpoint = Checkpoint {
 };
 
 impl Encoder {
-    /// Run every linear layer's product in bf16 on AMX tiles ([`super::amx`]; f32 weights on
-    /// the CPU only, and a CPU with AMX): what `--dtype bf16` means on the CPU. Everything else
-    /// stays f32.
+    /// Run every linear layer's product as `products` asks ([`super::packed`]; f32 weights on
+    /// the CPU only): what `--dtype bf16` and `int8` mean on the CPU. Everything else stays
+    /// f32.
     ///
     /// # Errors
     /// When a weight cannot be read back from its tensor.
-    pub fn with_bf16_products(mut self) -> candle_core::Result<Self> {
+    pub fn with_products(mut self, products: crate::device::Products) -> candle_core::Result<Self> {
         for l in &mut self.layers {
             for lin in [&mut l.qkv, &mut l.out, &mut l.up, &mut l.down] {
-                lin.pack_bf16()?;
+                lin.pack(products)?;
             }
         }
         Ok(self)

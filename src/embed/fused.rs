@@ -310,39 +310,44 @@ fn product(x: &[f32], wt: &[f32], (n, k, m): (usize, usize, usize), bias: Option
     out
 }
 
-/// `x · w` (+ `bias`) with `w` packed for AMX tiles ([`super::amx`]): the products of
-/// `--dtype bf16` on the CPU.
+/// `x · w` (+ `bias`) with `w` packed for its products' kernel ([`super::packed`]): the
+/// products of `--dtype bf16` and `int8` on the CPU.
 struct PackedLinear<'a> {
-    w: &'a super::amx::Packed,
+    w: &'a super::packed::Weight,
     bias: Option<&'a [f32]>,
 }
 
 impl CustomOp1 for PackedLinear<'_> {
     fn name(&self) -> &'static str {
-        "seamcut-linear-bf16"
+        "seamcut-linear-packed"
     }
 
     fn cpu_fwd(&self, storage: &CpuStorage, layout: &Layout) -> candle_core::Result<(CpuStorage, Shape)> {
-        let x = f32_slice(storage, layout, "linear-bf16")?;
+        let x = f32_slice(storage, layout, "linear-packed")?;
         let (n, k) = layout.shape().dims2()?;
         let (k2, m) = self.w.shape();
-        if k != k2 || self.bias.is_some_and(|b| b.len() != m) || !super::amx::available() {
+        if k != k2 || self.bias.is_some_and(|b| b.len() != m) || !self.w.runs_here() {
             candle_core::bail!(
-                "seamcut-linear-bf16: shapes {:?} {:?}, or no AMX",
+                "seamcut-linear-packed: shapes {:?} {:?}, or this CPU cannot run {} products",
                 layout.dims(),
-                self.w.shape()
+                self.w.shape(),
+                self.w.name()
             );
         }
-        Ok((CpuStorage::F32(super::amx::product(x, n, self.w, self.bias)), Shape::from((n, m))))
+        Ok((CpuStorage::F32(self.w.product(x, n, self.bias)), Shape::from((n, m))))
     }
 }
 
 /// `x · w` (+ `bias` on every row) for `x` `[n, k]` f32 and contiguous on the CPU, `w` packed
-/// for AMX tiles: products of bf16-rounded inputs, accumulated in f32.
+/// for its products' kernel (bf16 on AMX tiles, or int8).
 ///
 /// # Errors
-/// On another device, dtype or layout, mismatched shapes, or a CPU without AMX.
-pub fn linear_bf16(x: &Tensor, w: &super::amx::Packed, bias: Option<&[f32]>) -> candle_core::Result<Tensor> {
+/// On another device, dtype or layout, mismatched shapes, or a CPU without the kernel.
+pub fn linear_packed(
+    x: &Tensor,
+    w: &super::packed::Weight,
+    bias: Option<&[f32]>,
+) -> candle_core::Result<Tensor> {
     x.apply_op1_no_bwd(&PackedLinear { w, bias })
 }
 

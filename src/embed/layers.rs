@@ -12,9 +12,12 @@ pub(crate) fn fused_cpu(x: &Tensor) -> bool {
 
 /// `x · Wᵀ (+ b)`, the weight transposed once at load.
 pub struct Linear {
-    /// `[in, out]`, contiguous.
+    /// `[in, out]`, contiguous; emptied once packed.
     wt: Tensor,
     b: Option<Tensor>,
+    /// The weight packed for `--dtype bf16` or `int8` ([`Self::pack`]), with the bias on the
+    /// host.
+    packed: Option<(super::packed::Weight, Option<Vec<f32>>)>,
 }
 
 impl Linear {
@@ -31,7 +34,24 @@ impl Linear {
     ) -> candle_core::Result<Self> {
         let w = vb.get((out, inp), &format!("{name}.weight"))?;
         let b = if bias { Some(vb.get(out, &format!("{name}.bias"))?) } else { None };
-        Ok(Self { wt: w.t()?.contiguous()?, b })
+        Ok(Self { wt: w.t()?.contiguous()?, b, packed: None })
+    }
+
+    /// Pack the weight for `products` (f32 on the CPU only), and let go of its f32 copy.
+    ///
+    /// # Errors
+    /// When the weight cannot be read back from its tensor.
+    pub fn pack(&mut self, products: crate::device::Products) -> candle_core::Result<()> {
+        if !fused_cpu(&self.wt) {
+            return Ok(());
+        }
+        let (k, m) = self.wt.dims2()?;
+        if let Some(w) = super::packed::Weight::new(products, &self.wt.flatten_all()?.to_vec1()?, k, m) {
+            let b = self.b.as_ref().map(Tensor::to_vec1).transpose()?;
+            self.packed = Some((w, b));
+            self.wt = Tensor::zeros((0, 0), DType::F32, &candle_core::Device::Cpu)?;
+        }
+        Ok(())
     }
 
     /// Several layers with the same input (Q, K, V) as one: their outputs side by side.
@@ -48,7 +68,7 @@ impl Linear {
         } else {
             None
         };
-        Ok(Self { wt: Tensor::cat(&wts, 1)?.contiguous()?, b })
+        Ok(Self { wt: Tensor::cat(&wts, 1)?.contiguous()?, b, packed: None })
     }
 
     /// [`Self::forward`] as a host vector `[tokens, out]`, for `x` that takes the fused CPU
@@ -57,6 +77,9 @@ impl Linear {
     /// # Errors
     /// On a shape or device failure, or `x` not on the CPU in f32.
     pub fn forward_host(&self, x: &Tensor) -> candle_core::Result<Vec<f32>> {
+        if let Some((w, b)) = &self.packed {
+            return super::fused::linear_packed(&x.contiguous()?, w, b.as_deref())?.flatten_all()?.to_vec1();
+        }
         super::fused::linear_host(x, &self.wt, self.b.as_ref())
     }
 
@@ -65,6 +88,9 @@ impl Linear {
     /// # Errors
     /// On a shape or device failure.
     pub fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        if let Some((w, b)) = &self.packed {
+            return super::fused::linear_packed(&x.contiguous()?, w, b.as_deref());
+        }
         if fused_cpu(x) {
             return match &self.b {
                 Some(b) => super::fused::linear(x, &self.wt, b),

@@ -25,9 +25,13 @@ pub mod encoder;
 pub mod fused;
 pub mod gelu;
 pub mod inspect;
+/// The int8 products of `--dtype int8` and the AVX-512 bf16 products of `--dtype bf16`
+/// (`crates/products`).
+pub use seamcut_products::{bf16, int8};
 pub mod late;
 pub mod layers;
 pub mod modernbert;
+pub mod packed;
 pub mod qwen3;
 pub mod rope_bert;
 pub mod rotary;

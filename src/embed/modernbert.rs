@@ -154,6 +154,20 @@ pub struct ModernBert {
 const CHECKPOINT: Checkpoint = Checkpoint { prefixes: &["model"], probe: "embeddings.tok_embeddings.weight" };
 
 impl ModernBert {
+    /// Run every linear layer's product as `products` asks ([`super::packed`]): what
+    /// `--dtype bf16` and `int8` mean on the CPU.
+    ///
+    /// # Errors
+    /// When a weight cannot be read back from its tensor.
+    pub fn with_products(mut self, products: crate::device::Products) -> candle_core::Result<Self> {
+        for l in &mut self.layers {
+            for lin in [&mut l.wqkv, &mut l.wo, &mut l.wi, &mut l.mlp_wo] {
+                lin.pack(products)?;
+            }
+        }
+        Ok(self)
+    }
+
     /// Load from a VarBuilder at the weights' root (a `model.` prefix, as the masked-LM
     /// checkpoints have, is detected).
     ///

@@ -245,6 +245,20 @@ impl LayerNames {
 }
 
 impl RopeBert {
+    /// Run every linear layer's product as `products` asks ([`super::packed`]): what
+    /// `--dtype bf16` and `int8` mean on the CPU.
+    ///
+    /// # Errors
+    /// When a weight cannot be read back from its tensor.
+    pub fn with_products(mut self, products: crate::device::Products) -> candle_core::Result<Self> {
+        for l in &mut self.layers {
+            for lin in [&mut l.qkv, &mut l.o, &mut l.gate_up, &mut l.down] {
+                lin.pack(products)?;
+            }
+        }
+        Ok(self)
+    }
+
     /// Load from a VarBuilder at the weights' root (a `new.`, `nomic_bert.` or `gte.` prefix is
     /// detected).
     ///

@@ -38,8 +38,9 @@ fn cos(a: &[f32], b: &[f32]) -> f64 {
     dot / (na * nb)
 }
 
-/// Compare seamcut's vectors with a reference .npy, row by row.
-fn compare(model: &dyn Embedder, reference: &Path, min_cos: f64) {
+/// Compare seamcut's vectors with a reference .npy, row by row: the worst cosine must reach
+/// `min_cos`; returns it and the mean.
+fn compare(model: &dyn Embedder, reference: &Path, min_cos: f64) -> (f64, f64) {
     let texts = texts();
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let (emb, stats) = embed_texts(model, &refs, EmbedOptions::default()).unwrap();
@@ -47,6 +48,7 @@ fn compare(model: &dyn Embedder, reference: &Path, min_cos: f64) {
     assert_eq!((rows, cols), (texts.len(), model.dim()));
     assert!(texts.len() >= 200);
     let mut worst = (1.0f64, 0usize);
+    let (mut sum, mut counted) = (0f64, 0usize);
     for i in 0..rows {
         let (a, b) = (emb.row(i), &want[i * cols..(i + 1) * cols]);
         let zero_a = a.iter().all(|x| *x == 0.0);
@@ -56,17 +58,22 @@ fn compare(model: &dyn Embedder, reference: &Path, min_cos: f64) {
             continue;
         }
         let c = cos(a, b);
+        sum += c;
+        counted += 1;
         if c < worst.0 {
             worst = (c, i);
         }
     }
     assert!(worst.0 >= min_cos, "text {} {:?}: cosine {} < {min_cos}", worst.1, texts[worst.1], worst.0);
+    let mean = sum / counted.max(1) as f64;
     eprintln!(
-        "{}: worst cosine {:.7} over {rows} texts ({} over the window)",
+        "{} ({}): worst cosine {:.7}, mean {mean:.7} over {rows} texts ({} over the window)",
         reference.display(),
+        model.describe(),
         worst.0,
         stats.long_texts
     );
+    (worst.0, mean)
 }
 
 #[test]
@@ -74,29 +81,66 @@ fn minilm_matches_sentence_transformers() {
     compare(minilm().as_ref(), &root().join("tests/fixtures/minilm_st.npy"), 0.9999);
 }
 
-/// `--dtype bf16` on the CPU (linear products on AMX tiles): the sentence-transformers
-/// vectors within bf16's rounding (MiniLM).
-/// Skipped on a CPU without AMX, where bf16 on the CPU is a clear error instead.
+/// `--dtype bf16` on the CPU (linear products on AMX tiles, or AVX-512 BF16 without them): the
+/// sentence-transformers vectors within bf16's rounding (MiniLM).
+/// Skipped on a CPU with neither, where bf16 on the CPU is a clear error instead.
 #[test]
 fn bf16_products_stay_within_rounding_of_sentence_transformers() {
     let spec = seamcut::device::DeviceSpec::Cpu;
     let compute = match Compute::new(spec, seamcut::device::Precision::Bf16) {
         Ok(c) => c,
         Err(e) => {
-            assert!(!seamcut::embed::amx::available(), "{e}");
+            assert!(!seamcut::embed::amx::available() && !seamcut::embed::bf16::available(), "{e}");
             assert!(e.to_string().contains("AMX"), "{e}");
-            eprintln!("skipped: no AMX on this CPU ({e})");
+            eprintln!("skipped: no AMX or AVX-512 BF16 on this CPU ({e})");
             return;
         }
     };
-    assert!(compute.bf16_products && compute.describe().contains("bf16"));
+    assert!(compute.products == seamcut::device::Products::Bf16 && compute.describe().contains("bf16"));
     let m = load_dir(&root().join("models/all-MiniLM-L6-v2"), &compute).unwrap();
     compare(m.as_ref(), &root().join("tests/fixtures/minilm_st.npy"), 0.999);
-    // The tiles are what ran: the vectors are not the f32 path's bits.
+    // The bf16 products are what ran: the vectors are not the f32 path's bits.
     let text = ["The quick brown fox jumps over the lazy dog."];
     let (b, _) = embed_texts(m.as_ref(), &text, EmbedOptions::default()).unwrap();
     let (f, _) = embed_texts(minilm().as_ref(), &text, EmbedOptions::default()).unwrap();
     assert!(b.data != f.data && cos(&b.data, &f.data) > 0.999);
+}
+
+/// `--dtype int8` on the CPU: every architecture's vectors stay close to sentence-transformers'
+/// (MiniLM: worst cosine ≥ 0.99 and mean ≥ 0.998, issue 39's floor), on the best kernel this
+/// CPU has (`seamcut::embed::int8`; its bits equal the generic path's, tested there).
+#[test]
+fn int8_products_stay_close_to_sentence_transformers() {
+    let compute = Compute::new(seamcut::device::DeviceSpec::Cpu, seamcut::device::Precision::Int8).unwrap();
+    assert!(compute.products == seamcut::device::Products::Int8 && compute.describe().contains("int8"));
+    let m = load_dir(&root().join("models/all-MiniLM-L6-v2"), &compute).unwrap();
+    let (_, mean) = compare(m.as_ref(), &root().join("tests/fixtures/minilm_st.npy"), 0.99);
+    assert!(mean >= 0.998, "MiniLM int8: mean cosine {mean}");
+    let text = ["The quick brown fox jumps over the lazy dog."];
+    for (dir, fixture) in [("tiny-xlmr", "tiny_xlmr_st.npy"), ("tiny-mpnet", "tiny_mpnet_st.npy")] {
+        let dir = root().join("tests/fixtures").join(dir);
+        let m = load_dir(&dir, &compute).unwrap();
+        compare(m.as_ref(), &root().join("tests/fixtures").join(fixture), 0.99);
+        let (q, _) = embed_texts(m.as_ref(), &text, EmbedOptions::default()).unwrap();
+        let (f, _) =
+            embed_texts(load_dir(&dir, &Compute::cpu()).unwrap().as_ref(), &text, EmbedOptions::default())
+                .unwrap();
+        assert!(q.data != f.data, "{}: the vectors are f32's", dir.display());
+    }
+    let real = root().join("models/all-mpnet-base-v2");
+    if real.join("model.safetensors").is_file() {
+        let m = load_dir(&real, &compute).unwrap();
+        let (_, mean) = compare(m.as_ref(), &root().join("tests/fixtures/mpnet_st.npy"), 0.99);
+        assert!(mean >= 0.998, "MPNet int8: mean cosine {mean}");
+    }
+    // The integer products are what ran: the vectors are not the f32 path's bits.
+    let (q, _) = embed_texts(m.as_ref(), &text, EmbedOptions::default()).unwrap();
+    let (f, _) = embed_texts(minilm().as_ref(), &text, EmbedOptions::default()).unwrap();
+    assert!(q.data != f.data && cos(&q.data, &f.data) > 0.99);
+    // int8 is a CPU kernel: a GPU device is refused in one line.
+    if let Err(e) = Compute::new(seamcut::device::DeviceSpec::Cuda(0), seamcut::device::Precision::Int8) {
+        assert!(!e.to_string().contains('\n'), "{e}");
+    }
 }
 
 #[test]

@@ -1,0 +1,509 @@
+//! Integer matrix products for seamcut's `--dtype int8` on the CPU: the encoders' linear
+//! layers read int8 weights (symmetric, one scale per output channel, quantized once at
+//! load) and int8 activations (symmetric, quantized at each product with one scale per token
+//! and block of [`KB`] inputs), with exact i32 sums inside each block. Everything else stays
+//! f32 in seamcut: layer norm, softmax, activations, attention, pooling.
+//!
+//! Why a scale per token and block rather than per tensor (ONNX Runtime's `quantize_dynamic`)
+//! or per token: BERT-family models carry a few outlier channels in their activations, and
+//! one scale per token let them crush the other channels (MiniLM, 240 parity texts: worst
+//! cosine 0.981 and mean 0.9967 to sentence-transformers, against 0.89 worst for
+//! `quantize_dynamic`). With a scale per block of 64 only the outlier's own block is coarse;
+//! the cost is one conversion and one fused multiply-add per 16 integer steps.
+//!
+//! Why written here rather than taken from a crate: `gemm` (seamcut's f32 path) has no
+//! integer kernel; candle's quantized matmul quantizes weights in GGML blocks of 32 (`q8_0`)
+//! rather than per channel, with a dot-product loop rather than a register-blocked kernel;
+//! oneDNN would bring a C++ build.
+//!
+//! The sums are exact, and every path does the same f32 operations in the same order, so
+//! every path gives the same bits on every CPU. The instructions, detected at run time
+//! ([`Isa::best`]):
+//! - AVX-512 VNNI (`vpdpbusd`: Intel Ice Lake and later, AMD Zen 4 and later): u8 × i8 in one
+//!   instruction; activations are shifted to u8 by 128, and the shift's products
+//!   (`128 · Σ w` over the block, per column) are taken off each block's sums.
+//! - AVX2 (`vpmaddubsw` then `vpmaddwd`): `vpmaddubsw` saturates its i16 pair sums for u8
+//!   inputs over 127, so it takes `|a|` and `b` with `a`'s sign (`vpsignb`): pair sums stay
+//!   within ±2 · 127 · 127, and no shift is needed.
+//! - Elsewhere plain loops, which give the same result.
+//!
+//! Layout: the weight `[k, m]` is held as `[m/16][k/4][16][4]` bytes (16 columns × 4 rows
+//! in 64 bytes, what one 512-bit load or two 256-bit loads feed to the products), `k` padded
+//! to [`KB`] and `m` to 64 with zeros.
+
+use rayon::prelude::*;
+
+/// The instructions the products run on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Isa {
+    Generic,
+    Avx2,
+    Avx512Vnni,
+}
+
+impl Isa {
+    /// The best this CPU has (checked once), or the one `SEAMCUT_INT8_ISA` names (`generic`,
+    /// `avx2`, `avx512-vnni`), to measure or check a slower path on a CPU that has a faster
+    /// one; a name this CPU cannot run is said on stderr and the best is used.
+    #[must_use]
+    pub fn best() -> Self {
+        static BEST: std::sync::OnceLock<Isa> = std::sync::OnceLock::new();
+        *BEST.get_or_init(|| {
+            let here = Self::all_here();
+            let best = *here.last().unwrap_or(&Self::Generic);
+            match std::env::var("SEAMCUT_INT8_ISA") {
+                Ok(name) => match here.iter().find(|i| i.name() == name) {
+                    Some(&isa) => isa,
+                    None => {
+                        let names: Vec<&str> = here.iter().map(|i| i.name()).collect();
+                        eprintln!(
+                            "seamcut: SEAMCUT_INT8_ISA={name:?} is not one this CPU runs ({}): using {}",
+                            names.join(", "),
+                            best.name()
+                        );
+                        best
+                    }
+                },
+                Err(_) => best,
+            }
+        })
+    }
+
+    /// Every path this CPU can run, the generic one first (for tests and benchmarks).
+    #[must_use]
+    pub fn all_here() -> Vec<Self> {
+        let mut v = vec![Self::Generic];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+                v.push(Self::Avx2);
+            }
+            if std::arch::is_x86_feature_detected!("avx512vnni")
+                && std::arch::is_x86_feature_detected!("avx512bw")
+                && std::arch::is_x86_feature_detected!("fma")
+            {
+                v.push(Self::Avx512Vnni);
+            }
+        }
+        v
+    }
+
+    /// One word for reports.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Generic => "generic",
+            Self::Avx2 => "avx2",
+            Self::Avx512Vnni => "avx512-vnni",
+        }
+    }
+}
+
+/// Inputs per activation scale: each token's values are quantized in blocks of this many.
+pub const KB: usize = 64;
+/// Columns per block of the layout, and columns per group the kernels take at once.
+const COLS: usize = 16;
+const GROUP: usize = 4 * COLS;
+/// Bytes of one layout block (16 columns × 4 rows).
+const BLOCK: usize = 4 * COLS;
+/// Integer steps (4 inputs each) per activation block.
+const STEPS: usize = KB / 4;
+/// Rows each parallel task takes.
+const TASK_ROWS: usize = 32;
+
+fn round_up(x: usize, to: usize) -> usize {
+    x.div_ceil(to) * to
+}
+
+/// A weight matrix `[k, m]` quantized and packed for the integer kernels.
+#[derive(Debug, Clone)]
+pub struct Packed {
+    k: usize,
+    m: usize,
+    kp: usize,
+    mp: usize,
+    data: Vec<i8>,
+    /// Per column: the scale, `max |w| / 127`.
+    scale: Vec<f32>,
+    /// Per activation block and column (`[kp/KB][mp]`): `128 · Σ w_q` over the block, what
+    /// the u8 shift adds to its sums.
+    shift: Vec<i32>,
+}
+
+impl Packed {
+    /// Quantize and pack `wt` (`k × m`, row-major).
+    ///
+    /// # Panics
+    /// If `wt` does not hold `k × m` values.
+    #[must_use]
+    pub fn new(wt: &[f32], k: usize, m: usize) -> Self {
+        assert_eq!(wt.len(), k * m, "a {k}×{m} matrix");
+        let (kp, mp) = (round_up(k.max(1), KB), round_up(m.max(1), GROUP));
+        let mut max = vec![0f32; m];
+        for row in wt.chunks(m.max(1)) {
+            for (a, &v) in max.iter_mut().zip(row) {
+                *a = a.max(v.abs());
+            }
+        }
+        let scale: Vec<f32> = max.iter().map(|&a| a / 127.0).collect();
+        let inv: Vec<f32> = max.iter().map(|&a| if a > 0.0 { 127.0 / a } else { 0.0 }).collect();
+        let mut data = vec![0i8; kp * mp];
+        let mut shift = vec![0i32; kp / KB * mp];
+        for (r, row) in wt.chunks(m.max(1)).enumerate() {
+            for (j, &v) in row.iter().enumerate() {
+                let q = quantize(v, inv[j]);
+                shift[r / KB * mp + j] += 128 * i32::from(q);
+                data[at(kp, r, j)] = q;
+            }
+        }
+        Self { k, m, kp, mp, data, scale, shift }
+    }
+
+    /// Rows (the products' inner dimension) and columns.
+    #[must_use]
+    pub fn shape(&self) -> (usize, usize) {
+        (self.k, self.m)
+    }
+
+    /// Bytes held.
+    #[must_use]
+    pub fn bytes(&self) -> usize {
+        self.data.len() + 4 * (self.scale.len() + self.shift.len())
+    }
+}
+
+/// Where weight `(r, j)` lies in the packed layout.
+fn at(kp: usize, r: usize, j: usize) -> usize {
+    ((j / COLS * (kp / 4) + r / 4) * COLS + j % COLS) * 4 + r % 4
+}
+
+#[inline(always)]
+fn quantize(v: f32, inv: f32) -> i8 {
+    // |v · inv| ≤ 127 by the scale's choice; `as` saturates anything else (NaN → 0).
+    (v * inv).round() as i8
+}
+
+/// Rows of `x` (`k` wide) as int8, `kp` wide (zero padded), and their scales, one per row
+/// and block of [`KB`] (`[rows][kp/KB]`).
+#[inline(always)]
+fn quantize_rows(x: &[f32], k: usize, kp: usize, q: &mut [i8], scales: &mut [f32]) {
+    let nb = kp / KB;
+    for ((row, dst), s) in x.chunks(k).zip(q.chunks_mut(kp)).zip(scales.chunks_mut(nb)) {
+        for ((piece, d), s) in row.chunks(KB).zip(dst.chunks_mut(KB)).zip(s) {
+            let max = piece.iter().fold(0f32, |a, &v| a.max(v.abs()));
+            *s = max / 127.0;
+            let inv = if max > 0.0 { 127.0 / max } else { 0.0 };
+            for (d, &v) in d.iter_mut().zip(piece) {
+                *d = quantize(v, inv);
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn quantize_rows_avx512(x: &[f32], k: usize, kp: usize, q: &mut [i8], scales: &mut [f32]) {
+    quantize_rows(x, k, kp, q, scales);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn quantize_rows_avx2(x: &[f32], k: usize, kp: usize, q: &mut [i8], scales: &mut [f32]) {
+    quantize_rows(x, k, kp, q, scales);
+}
+
+/// `x · w` (+ `bias` on every row) for `x` `[n, k]` row-major f32, on the best instructions
+/// this CPU has.
+///
+/// # Panics
+/// If `x` does not hold `n × k` values for `w`'s `k`, or the bias is not `m` long.
+#[must_use]
+pub fn product(x: &[f32], n: usize, w: &Packed, bias: Option<&[f32]>) -> Vec<f32> {
+    product_on(Isa::best(), x, n, w, bias)
+}
+
+/// [`product`] on the given instructions (which this CPU must have: see [`Isa::all_here`]).
+///
+/// # Panics
+/// As [`product`], or if the CPU lacks `isa`.
+#[must_use]
+pub fn product_on(isa: Isa, x: &[f32], n: usize, w: &Packed, bias: Option<&[f32]>) -> Vec<f32> {
+    let (k, m, kp) = (w.k, w.m, w.kp);
+    assert_eq!(x.len(), n * k, "an {n}×{k} input");
+    assert!(bias.is_none_or(|b| b.len() == m), "a bias of {m}");
+    assert!(Isa::all_here().contains(&isa), "int8 products on {} on a CPU without it", isa.name());
+    let mut out = vec![0f32; n * m];
+    if n == 0 || m == 0 {
+        return out;
+    }
+    if k == 0 {
+        if let Some(b) = bias {
+            out.chunks_mut(m).for_each(|row| row.copy_from_slice(b));
+        }
+        return out;
+    }
+    out.par_chunks_mut(TASK_ROWS * m).zip(x.par_chunks(TASK_ROWS * k)).for_each(|(o, xs)| {
+        let rows = xs.len() / k;
+        let mut q = vec![0i8; rows * kp];
+        let mut sx = vec![0f32; rows * (kp / KB)];
+        match isa {
+            // SAFETY (both): the CPU has the features (asserted above).
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512Vnni => unsafe { quantize_rows_avx512(xs, k, kp, &mut q, &mut sx) },
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 => unsafe { quantize_rows_avx2(xs, k, kp, &mut q, &mut sx) },
+            _ => quantize_rows(xs, k, kp, &mut q, &mut sx),
+        }
+        let block = Block { q: &q, sx: &sx, rows, w, bias };
+        match isa {
+            // SAFETY (both): as above. The kernels read `q` within this task's `rows × kp`,
+            // `sx` within `rows × kp/KB`, `w.data` within its `kp × mp` and `w.shift`
+            // within its `kp/KB × mp`; `finish` writes inside `o` (`rows × m`).
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512Vnni => unsafe { block.run_vnni(o) },
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 => unsafe { block.run_avx2(o) },
+            _ => block.run_generic(o),
+        }
+    });
+    out
+}
+
+/// One task's rows: their int8 values and scales, and the weight.
+struct Block<'a> {
+    q: &'a [i8],
+    sx: &'a [f32],
+    rows: usize,
+    w: &'a Packed,
+    bias: Option<&'a [f32]>,
+}
+
+impl Block<'_> {
+    /// The tiles of the block, column groups outermost (a group's weights, `64 · kp` bytes,
+    /// stay in cache across the rows): `(first row, rows ≤ 4, column group)`.
+    fn tiles(&self) -> impl Iterator<Item = (usize, usize, usize)> + '_ {
+        (0..self.w.mp / GROUP)
+            .flat_map(move |g| (0..self.rows).step_by(4).map(move |r| (r, (self.rows - r).min(4), g)))
+    }
+
+    /// Activation blocks per row.
+    fn blocks(&self) -> usize {
+        self.w.kp / KB
+    }
+
+    /// One row's f32 sums for the 64 columns of group `g` into outputs: `· scale + bias`.
+    #[inline(always)]
+    fn finish(&self, out: &mut [f32], acc: &[f32; GROUP], row: usize, g: usize) {
+        let m = self.w.m;
+        let j0 = g * GROUP;
+        let width = (m - j0).min(GROUP);
+        let dst = &mut out[row * m + j0..][..width];
+        let scale = &self.w.scale[j0..][..width];
+        let acc = &acc[..width];
+        match self.bias {
+            Some(b) => {
+                for (((d, &a), &s), &b) in dst.iter_mut().zip(acc).zip(scale).zip(&b[j0..][..width]) {
+                    *d = a * s + b;
+                }
+            }
+            None => {
+                for ((d, &a), &s) in dst.iter_mut().zip(acc).zip(scale) {
+                    *d = a * s;
+                }
+            }
+        }
+    }
+
+    /// The reference path: plain loops over the same layout.
+    fn run_generic(&self, out: &mut [f32]) {
+        let (kp, nb) = (self.w.kp, self.blocks());
+        for (r0, nr, g) in self.tiles() {
+            for r in r0..r0 + nr {
+                let a = &self.q[r * kp..][..kp];
+                let mut acc = [0f32; GROUP];
+                for (c, sum) in acc.iter_mut().enumerate() {
+                    let col = &self.w.data[(g * 4 + c / COLS) * (kp / 4) * BLOCK..][..kp * COLS];
+                    for blk in 0..nb {
+                        let mut s = 0i32;
+                        for kq in blk * STEPS..(blk + 1) * STEPS {
+                            let (x, w) = (&a[kq * 4..][..4], &col[(kq * COLS + c % COLS) * 4..][..4]);
+                            s += x.iter().zip(w).map(|(&x, &y)| i32::from(x) * i32::from(y)).sum::<i32>();
+                        }
+                        *sum = (s as f32).mul_add(self.sx[r * nb + blk], *sum);
+                    }
+                }
+                self.finish(out, &acc, r, g);
+            }
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni,fma")]
+    unsafe fn run_vnni(&self, out: &mut [f32]) {
+        for (r0, nr, g) in self.tiles() {
+            match nr {
+                4 => self.tile_vnni::<4>(out, r0, g),
+                3 => self.tile_vnni::<3>(out, r0, g),
+                2 => self.tile_vnni::<2>(out, r0, g),
+                _ => self.tile_vnni::<1>(out, r0, g),
+            }
+        }
+    }
+
+    /// `R` rows × the 64 columns of group `g`: 4·R accumulators of 16 i32 within a block,
+    /// 4·R of 16 f32 across blocks.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni,fma")]
+    unsafe fn tile_vnni<const R: usize>(&self, out: &mut [f32], r0: usize, g: usize) {
+        use std::arch::x86_64::*;
+        let (kp, nb, mp) = (self.w.kp, self.blocks(), self.w.mp);
+        let steps = kp / 4;
+        let b = self.w.data.as_ptr().add(g * 4 * steps * BLOCK);
+        let a = self.q.as_ptr().add(r0 * kp);
+        let flip = _mm512_set1_epi32(0x8080_8080_u32 as i32);
+        let mut accf = [[_mm512_setzero_ps(); 4]; R];
+        for blk in 0..nb {
+            let mut acc = [[_mm512_setzero_si512(); 4]; R];
+            for s in blk * STEPS..(blk + 1) * STEPS {
+                let bs = [0, 1, 2, 3].map(|c| _mm512_loadu_si512(b.add((c * steps + s) * BLOCK).cast()));
+                for (r, row) in acc.iter_mut().enumerate() {
+                    let q = a.add(r * kp + 4 * s).cast::<i32>().read_unaligned();
+                    let av = _mm512_xor_si512(_mm512_set1_epi32(q), flip);
+                    for (c, v) in row.iter_mut().enumerate() {
+                        *v = _mm512_dpbusd_epi32(*v, av, bs[c]);
+                    }
+                }
+            }
+            let shift = self.w.shift.as_ptr().add(blk * mp + g * GROUP);
+            let shifts = [0, 1, 2, 3].map(|c| _mm512_loadu_si512(shift.add(c * COLS).cast()));
+            for (r, (row, f)) in acc.iter().zip(accf.iter_mut()).enumerate() {
+                let sx = _mm512_set1_ps(*self.sx.get_unchecked((r0 + r) * nb + blk));
+                for c in 0..4 {
+                    let v = _mm512_cvtepi32_ps(_mm512_sub_epi32(row[c], shifts[c]));
+                    f[c] = _mm512_fmadd_ps(v, sx, f[c]);
+                }
+            }
+        }
+        for (r, row) in accf.iter().enumerate() {
+            let mut sums = [0f32; GROUP];
+            for (c, v) in row.iter().enumerate() {
+                _mm512_storeu_ps(sums.as_mut_ptr().add(c * COLS), *v);
+            }
+            self.finish(out, &sums, r0 + r, g);
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn run_avx2(&self, out: &mut [f32]) {
+        for (r0, nr, g) in self.tiles() {
+            match nr {
+                4 => self.tile_avx2::<4>(out, r0, g),
+                3 => self.tile_avx2::<3>(out, r0, g),
+                2 => self.tile_avx2::<2>(out, r0, g),
+                _ => self.tile_avx2::<1>(out, r0, g),
+            }
+        }
+    }
+
+    /// `R` rows × the 64 columns of group `g`, a block of 16 columns at a time (2·R
+    /// accumulators of 8 i32: AVX2 has 16 registers).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn tile_avx2<const R: usize>(&self, out: &mut [f32], r0: usize, g: usize) {
+        use std::arch::x86_64::*;
+        let (kp, nb) = (self.w.kp, self.blocks());
+        let steps = kp / 4;
+        let a = self.q.as_ptr().add(r0 * kp);
+        let ones = _mm256_set1_epi16(1);
+        let mut sums = [[0f32; GROUP]; R];
+        for c in 0..4 {
+            let b = self.w.data.as_ptr().add((g * 4 + c) * steps * BLOCK);
+            let mut accf = [[_mm256_setzero_ps(); 2]; R];
+            for blk in 0..nb {
+                let mut acc = [[_mm256_setzero_si256(); 2]; R];
+                for s in blk * STEPS..(blk + 1) * STEPS {
+                    let b0 = _mm256_loadu_si256(b.add(s * BLOCK).cast());
+                    let b1 = _mm256_loadu_si256(b.add(s * BLOCK + 32).cast());
+                    for (r, row) in acc.iter_mut().enumerate() {
+                        let q = a.add(r * kp + 4 * s).cast::<i32>().read_unaligned();
+                        let av = _mm256_set1_epi32(q);
+                        let abs = _mm256_sign_epi8(av, av);
+                        let p0 = _mm256_maddubs_epi16(abs, _mm256_sign_epi8(b0, av));
+                        let p1 = _mm256_maddubs_epi16(abs, _mm256_sign_epi8(b1, av));
+                        row[0] = _mm256_add_epi32(row[0], _mm256_madd_epi16(p0, ones));
+                        row[1] = _mm256_add_epi32(row[1], _mm256_madd_epi16(p1, ones));
+                    }
+                }
+                for (r, (row, f)) in acc.iter().zip(accf.iter_mut()).enumerate() {
+                    let sx = _mm256_set1_ps(*self.sx.get_unchecked((r0 + r) * nb + blk));
+                    f[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(row[0]), sx, f[0]);
+                    f[1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(row[1]), sx, f[1]);
+                }
+            }
+            for (r, f) in accf.iter().enumerate() {
+                _mm256_storeu_ps(sums[r].as_mut_ptr().add(c * COLS), f[0]);
+                _mm256_storeu_ps(sums[r].as_mut_ptr().add(c * COLS + 8), f[1]);
+            }
+        }
+        for (r, s) in sums.iter().enumerate() {
+            self.finish(out, s, r0 + r, g);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{cosine, noise};
+
+    /// Every path this CPU has gives the generic path's bits, on shapes with every tail
+    /// (the generic path runs everywhere; this checks it against the fast ones where they
+    /// exist).
+    #[test]
+    fn every_path_gives_the_generic_bits() {
+        let paths = Isa::all_here();
+        eprintln!("int8 paths here: {:?}", paths.iter().map(|i| i.name()).collect::<Vec<_>>());
+        for (n, k, m) in [(1, 1, 1), (3, 5, 17), (5, 37, 65), (9, 64, 130), (33, 131, 64), (70, 384, 96)] {
+            let x = noise(n * k, (n * 31 + k) as u64);
+            let wt = noise(k * m, (k * 7 + m) as u64);
+            let bias = noise(m, 5);
+            let w = Packed::new(&wt, k, m);
+            for b in [None, Some(&bias[..])] {
+                let want = product_on(Isa::Generic, &x, n, &w, b);
+                for &isa in &paths[1..] {
+                    let got = product_on(isa, &x, n, &w, b);
+                    assert!(
+                        want.iter().zip(&got).all(|(a, b)| a.to_bits() == b.to_bits()),
+                        "{} differs from the generic path at {n}×{k}×{m}",
+                        isa.name()
+                    );
+                }
+            }
+        }
+    }
+
+    /// The products are the f32 product's within int8's rounding, outlier channels included:
+    /// one input channel 50 times the others coarsens only its own block.
+    #[test]
+    fn products_are_close_to_f32() {
+        let (n, k, m) = (20, 384, 200);
+        let mut x = noise(n * k, 1);
+        for row in x.chunks_mut(k) {
+            row[300] *= 50.0;
+        }
+        let wt = noise(k * m, 2);
+        let w = Packed::new(&wt, k, m);
+        let got = product(&x, n, &w, None);
+        // Without the outlier's own contribution, per-token scales alone would leave 6 bits.
+        for i in 0..n {
+            let exact: Vec<f32> =
+                (0..m).map(|j| (0..k).map(|r| x[i * k + r] * wt[r * m + j]).sum::<f32>()).collect();
+            let c = cosine(&exact, &got[i * m..][..m]);
+            assert!(c > 0.9995, "row {i}: cosine {c}");
+        }
+        // Rows of zeros stay zero.
+        let zeros = vec![0f32; 2 * k];
+        assert!(product(&zeros, 2, &w, None).iter().all(|&v| v == 0.0));
+    }
+}

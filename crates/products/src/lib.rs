@@ -1,0 +1,34 @@
+//! seamcut's reduced-precision matrix products on the CPU, for the encoders' linear layers:
+//! `x · w (+ b)` with `x` f32 activations `[n, k]` and `w` a weight `[k, m]` packed once at
+//! load.
+//! - [`int8`]: `--dtype int8` on every x86-64 CPU (AVX-512 VNNI, AVX2, or plain loops).
+//! - [`bf16`]: `--dtype bf16` on CPUs with AVX-512 BF16 (AMD Zen 4 and later, Intel Cooper
+//!   Lake); seamcut's AMX tiles (`seamcut::embed::amx`) serve Sapphire Rapids and later.
+//!
+//! A crate of its own so that seamcut's debug builds compile it optimised, as they do the
+//! dependencies (`[profile.dev.package.seamcut-products]`): the tests run real models through
+//! these kernels, which take minutes unoptimised.
+
+pub mod bf16;
+pub mod int8;
+
+/// A deterministic noise in `[-1, 1)` for the tests.
+#[cfg(test)]
+pub(crate) fn noise(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    (0..n)
+        .map(|_| {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+/// Cosine of two vectors, for the tests.
+#[cfg(test)]
+pub(crate) fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let dot: f32 = a.iter().zip(b).map(|(a, b)| a * b).sum();
+    let na: f32 = a.iter().map(|a| a * a).sum::<f32>().sqrt();
+    let nb: f32 = b.iter().map(|a| a * a).sum::<f32>().sqrt();
+    dot / (na * nb)
+}
