@@ -107,15 +107,16 @@ fn bf16_products_stay_within_rounding_of_sentence_transformers() {
 }
 
 /// `--dtype int8` on the CPU: every architecture's vectors stay close to sentence-transformers'
-/// (MiniLM: worst cosine ≥ 0.99 and mean ≥ 0.998, issue 39's floor), on the best kernel this
+/// (MiniLM and MPNet: worst cosine ≥ 0.995 and mean ≥ 0.999; issue 39 asks 0.99 and 0.998;
+/// measured 0.9971/0.99933 and 0.9966/0.99935), on the best kernel this
 /// CPU has (`seamcut::embed::int8`; its bits equal the generic path's, tested there).
 #[test]
 fn int8_products_stay_close_to_sentence_transformers() {
     let compute = Compute::new(seamcut::device::DeviceSpec::Cpu, seamcut::device::Precision::Int8).unwrap();
     assert!(compute.products == seamcut::device::Products::Int8 && compute.describe().contains("int8"));
     let m = load_dir(&root().join("models/all-MiniLM-L6-v2"), &compute).unwrap();
-    let (_, mean) = compare(m.as_ref(), &root().join("tests/fixtures/minilm_st.npy"), 0.99);
-    assert!(mean >= 0.998, "MiniLM int8: mean cosine {mean}");
+    let (_, mean) = compare(m.as_ref(), &root().join("tests/fixtures/minilm_st.npy"), 0.995);
+    assert!(mean >= 0.999, "MiniLM int8: mean cosine {mean}");
     let text = ["The quick brown fox jumps over the lazy dog."];
     for (dir, fixture) in [("tiny-xlmr", "tiny_xlmr_st.npy"), ("tiny-mpnet", "tiny_mpnet_st.npy")] {
         let dir = root().join("tests/fixtures").join(dir);
@@ -130,8 +131,8 @@ fn int8_products_stay_close_to_sentence_transformers() {
     let real = root().join("models/all-mpnet-base-v2");
     if real.join("model.safetensors").is_file() {
         let m = load_dir(&real, &compute).unwrap();
-        let (_, mean) = compare(m.as_ref(), &root().join("tests/fixtures/mpnet_st.npy"), 0.99);
-        assert!(mean >= 0.998, "MPNet int8: mean cosine {mean}");
+        let (_, mean) = compare(m.as_ref(), &root().join("tests/fixtures/mpnet_st.npy"), 0.995);
+        assert!(mean >= 0.999, "MPNet int8: mean cosine {mean}");
     }
     // The integer products are what ran: the vectors are not the f32 path's bits.
     let (q, _) = embed_texts(m.as_ref(), &text, EmbedOptions::default()).unwrap();
@@ -309,4 +310,47 @@ fn bad_model_directories_give_one_clear_error() {
     }
     let e = load_err(&tmp.path().join("nope"));
     assert!(e.contains("no such directory"), "{e}");
+}
+
+/// `--dtype int8` moves few seams: Max–Min (cap 128) on MiniLM in int8 and in f32 over 20
+/// documents made of the fixture texts (12 each, a paragraph apiece), most documents cut
+/// identically (measured: all 20) and the boundaries' F1 against f32's high.
+#[test]
+fn int8_moves_few_seams() {
+    use seamcut::chunkers::semantic::{Rule, SemanticChunker};
+    use seamcut::chunkers::{ChunkOptions, Chunker};
+    use seamcut::rules::maxmin::MaxMinParams;
+    use seamcut::sizer::{HfSizer, Sizer};
+    use std::sync::Arc;
+    let dir = root().join("models/all-MiniLM-L6-v2");
+    let int8 = Compute::new(seamcut::device::DeviceSpec::Cpu, seamcut::device::Precision::Int8).unwrap();
+    let chunker = |compute: &Compute| {
+        let m: Arc<dyn Embedder> = load_dir(&dir, compute).unwrap().into();
+        let sizer: Arc<dyn Sizer> = Arc::new(HfSizer::new(m.tokenizer().hf().clone(), "model"));
+        SemanticChunker::new(
+            m,
+            sizer,
+            compute.clone(),
+            Rule::MaxMin(MaxMinParams::default()),
+            ChunkOptions::new(128),
+        )
+    };
+    let (f, q) = (chunker(&Compute::cpu()), chunker(&int8));
+    let docs: Vec<String> = texts().chunks(12).map(|c| c.join("\n\n")).collect();
+    let (mut same, mut both, mut only_f, mut only_q) = (0, 0usize, 0usize, 0usize);
+    for d in &docs {
+        let ends =
+            |c: &SemanticChunker| -> Vec<usize> { c.chunk(d).unwrap().iter().map(|s| s.end).collect() };
+        let (a, b) = (ends(&f), ends(&q));
+        same += usize::from(a == b);
+        both += a.iter().filter(|e| b.contains(e)).count();
+        only_f += a.iter().filter(|e| !b.contains(e)).count();
+        only_q += b.iter().filter(|e| !a.contains(e)).count();
+    }
+    let f1 = 2.0 * both as f64 / (2 * both + only_f + only_q) as f64;
+    eprintln!(
+        "int8 against f32, Max–Min cap 128: {same} of {} documents cut identically, boundary F1 {f1:.4}",
+        docs.len()
+    );
+    assert!(same * 20 >= docs.len() * 19 && f1 >= 0.98, "{same} of {} identical, F1 {f1}", docs.len());
 }
