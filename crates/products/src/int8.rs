@@ -186,8 +186,9 @@ fn at(kp: usize, r: usize, j: usize) -> usize {
 
 #[inline(always)]
 fn quantize(v: f32, inv: f32) -> i8 {
-    // |v · inv| ≤ 127 by the scale's choice; `as` saturates anything else (NaN → 0).
-    (v * inv).round() as i8
+    // |v · inv| ≤ 127 by the scale's choice; `as` saturates anything else (NaN → 0). Ties to
+    // even, one vector instruction (`f32::round`, ties away, is a libm call).
+    (v * inv).round_ties_even() as i8
 }
 
 /// Rows of `x` (`k` wide) as int8, `kp` wide (zero padded), and their scales, one per row
@@ -197,7 +198,15 @@ fn quantize_rows(x: &[f32], k: usize, kp: usize, q: &mut [i8], scales: &mut [f32
     let nb = kp / KB;
     for ((row, dst), s) in x.chunks(k).zip(q.chunks_mut(kp)).zip(scales.chunks_mut(nb)) {
         for ((piece, d), s) in row.chunks(KB).zip(dst.chunks_mut(KB)).zip(s) {
-            let max = piece.iter().fold(0f32, |a, &v| a.max(v.abs()));
+            // Lane by lane, then across lanes: a fold of `max` over the whole block compiled to
+            // one lane at a time (14% of an int8 MiniLM pass).
+            let mut lanes = [0f32; 16];
+            for part in piece.chunks(16) {
+                for (l, &v) in lanes.iter_mut().zip(part) {
+                    *l = l.max(v.abs());
+                }
+            }
+            let max = lanes.iter().fold(0f32, |a, &v| a.max(v));
             *s = max / 127.0;
             let inv = if max > 0.0 { 127.0 / max } else { 0.0 };
             for (d, &v) in d.iter_mut().zip(piece) {
@@ -207,10 +216,41 @@ fn quantize_rows(x: &[f32], k: usize, kp: usize, q: &mut [i8], scales: &mut [f32
     }
 }
 
+/// [`quantize_rows`] with AVX-512's conversions: the saturating `as i8` of the portable loop
+/// compiled to one lane at a time (a sixth of an int8 MiniLM pass). The same values: both
+/// round to nearest even, and |v · inv| ≤ 127.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw")]
 unsafe fn quantize_rows_avx512(x: &[f32], k: usize, kp: usize, q: &mut [i8], scales: &mut [f32]) {
-    quantize_rows(x, k, kp, q, scales);
+    use std::arch::x86_64::*;
+    let nb = kp / KB;
+    for ((row, dst), s) in x.chunks(k).zip(q.chunks_mut(kp)).zip(scales.chunks_mut(nb)) {
+        for ((piece, d), s) in row.chunks(KB).zip(dst.chunks_mut(KB)).zip(s) {
+            let max = if piece.len() == KB {
+                let mut m = _mm512_setzero_ps();
+                for part in piece.chunks_exact(16) {
+                    m = _mm512_max_ps(m, _mm512_abs_ps(_mm512_loadu_ps(part.as_ptr())));
+                }
+                _mm512_reduce_max_ps(m)
+            } else {
+                piece.iter().fold(0f32, |a, &v| a.max(v.abs()))
+            };
+            *s = max / 127.0;
+            let inv = if max > 0.0 { 127.0 / max } else { 0.0 };
+            if piece.len() < KB {
+                for (d, &v) in d.iter_mut().zip(piece) {
+                    *d = quantize(v, inv);
+                }
+                continue;
+            }
+            let iv = _mm512_set1_ps(inv);
+            for (c, part) in piece.chunks_exact(16).enumerate() {
+                let v = _mm512_mul_ps(_mm512_loadu_ps(part.as_ptr()), iv);
+                let i = _mm512_cvtps_epi32(v);
+                _mm_storeu_si128(d.as_mut_ptr().add(16 * c).cast(), _mm512_cvtsepi32_epi8(i));
+            }
+        }
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
