@@ -43,7 +43,7 @@ fn products(c: &mut Criterion) {
             bench.iter(|| seamcut::embed::fused::linear(&xt, &wtt, &bt).unwrap());
         });
         let packed = int8::Packed::new(&wt, k, m);
-        for isa in int8::Isa::all_here() {
+        for &isa in int8::Isa::all_here() {
             g.bench_with_input(BenchmarkId::new(format!("int8-{}", isa.name()), name), &(), |bench, ()| {
                 bench.iter(|| int8::product_on(isa, &x, n, &packed, Some(&b)));
             });

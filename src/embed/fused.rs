@@ -324,18 +324,44 @@ impl CustomOp1 for PackedLinear<'_> {
 
     fn cpu_fwd(&self, storage: &CpuStorage, layout: &Layout) -> candle_core::Result<(CpuStorage, Shape)> {
         let x = f32_slice(storage, layout, "linear-packed")?;
-        let (n, k) = layout.shape().dims2()?;
-        let (k2, m) = self.w.shape();
-        if k != k2 || self.bias.is_some_and(|b| b.len() != m) || !self.w.runs_here() {
-            candle_core::bail!(
-                "seamcut-linear-packed: shapes {:?} {:?}, or this CPU cannot run {} products",
-                layout.dims(),
-                self.w.shape(),
-                self.w.name()
-            );
-        }
-        Ok((CpuStorage::F32(self.w.product(x, n, self.bias)), Shape::from((n, m))))
+        let out = packed_product(x, layout, self.w, self.bias)?;
+        Ok((CpuStorage::F32(out), Shape::from((layout.shape().dims2()?.0, self.w.shape().1))))
     }
+}
+
+/// `x · w` (+ `bias`) for `x`'s host values laid out as `layout` `[n, k]`, once the shapes and
+/// the CPU are checked: what [`linear_packed`] and [`linear_packed_host`] run.
+fn packed_product(
+    x: &[f32],
+    layout: &Layout,
+    w: &super::packed::Weight,
+    bias: Option<&[f32]>,
+) -> candle_core::Result<Vec<f32>> {
+    let (n, k) = layout.shape().dims2()?;
+    let (k2, m) = w.shape();
+    if k != k2 || bias.is_some_and(|b| b.len() != m) || !w.runs_here() {
+        candle_core::bail!(
+            "seamcut-linear-packed: shapes {:?} {:?}, or this CPU cannot run {} products",
+            layout.dims(),
+            w.shape(),
+            w.name()
+        );
+    }
+    Ok(w.product(x, n, bias))
+}
+
+/// [`linear_packed`] as a host vector `[n, m]`, as [`linear_host`] is for the f32 product: no
+/// tensor to copy out of.
+///
+/// # Errors
+/// As [`linear_packed`].
+pub fn linear_packed_host(
+    x: &Tensor,
+    w: &super::packed::Weight,
+    bias: Option<&[f32]>,
+) -> candle_core::Result<Vec<f32>> {
+    let (xs, xl) = x.storage_and_layout();
+    packed_product(storage_f32(&xs, xl, "linear-packed")?, xl, w, bias)
 }
 
 /// `x · w` (+ `bias` on every row) for `x` `[n, k]` f32 and contiguous on the CPU, `w` packed

@@ -78,7 +78,7 @@ impl Linear {
     /// On a shape or device failure, or `x` not on the CPU in f32.
     pub fn forward_host(&self, x: &Tensor) -> candle_core::Result<Vec<f32>> {
         if let Some((w, b)) = &self.packed {
-            return super::fused::linear_packed(&x.contiguous()?, w, b.as_deref())?.flatten_all()?.to_vec1();
+            return super::fused::linear_packed_host(&x.contiguous()?, w, b.as_deref());
         }
         super::fused::linear_host(x, &self.wt, self.b.as_ref())
     }

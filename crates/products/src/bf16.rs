@@ -8,6 +8,8 @@
 
 use rayon::prelude::*;
 
+use crate::round_up;
+
 /// Columns per block of the layout, and columns per group a tile takes.
 const COLS: usize = 16;
 const GROUP: usize = 4 * COLS;
@@ -44,10 +46,6 @@ pub fn round(x: f32) -> u16 {
     } else {
         rounded
     }
-}
-
-fn round_up(x: usize, to: usize) -> usize {
-    x.div_ceil(to) * to
 }
 
 /// A weight matrix `[k, m]` rounded to bf16 and packed for [`product`].
@@ -104,19 +102,11 @@ fn round_rows(x: &[f32], k: usize, kp: usize, dst: &mut [u16]) {
 #[must_use]
 pub fn product(x: &[f32], n: usize, w: &Packed, bias: Option<&[f32]>) -> Vec<f32> {
     let (k, m, kp) = (w.k, w.m, w.kp);
-    assert_eq!(x.len(), n * k, "an {n}×{k} input");
-    assert!(bias.is_none_or(|b| b.len() == m), "a bias of {m}");
     assert!(available(), "AVX-512 BF16 products on a CPU without them");
+    if let Some(out) = crate::trivial(x, n, k, m, bias) {
+        return out;
+    }
     let mut out = vec![0f32; n * m];
-    if n == 0 || m == 0 {
-        return out;
-    }
-    if k == 0 {
-        if let Some(b) = bias {
-            out.chunks_mut(m).for_each(|row| row.copy_from_slice(b));
-        }
-        return out;
-    }
     out.par_chunks_mut(TASK_ROWS * m).zip(x.par_chunks(TASK_ROWS * k)).for_each(|(o, xs)| {
         let rows = xs.len() / k;
         let mut a = vec![0u16; rows * kp];

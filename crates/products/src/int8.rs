@@ -39,6 +39,8 @@
 
 use rayon::prelude::*;
 
+use crate::round_up;
+
 /// The instructions the products run on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Isa {
@@ -75,23 +77,26 @@ impl Isa {
         })
     }
 
-    /// Every path this CPU can run, the generic one first (for tests and benchmarks).
+    /// Every path this CPU can run, the generic one first (checked once: every product asks).
     #[must_use]
-    pub fn all_here() -> Vec<Self> {
-        let mut v = vec![Self::Generic];
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-                v.push(Self::Avx2);
-            }
-            if std::arch::is_x86_feature_detected!("avx512vnni")
-                && std::arch::is_x86_feature_detected!("avx512bw")
-                && std::arch::is_x86_feature_detected!("fma")
+    pub fn all_here() -> &'static [Self] {
+        static HERE: std::sync::OnceLock<Vec<Isa>> = std::sync::OnceLock::new();
+        HERE.get_or_init(|| {
+            let mut v = vec![Self::Generic];
+            #[cfg(target_arch = "x86_64")]
             {
-                v.push(Self::Avx512Vnni);
+                if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+                    v.push(Self::Avx2);
+                }
+                if std::arch::is_x86_feature_detected!("avx512vnni")
+                    && std::arch::is_x86_feature_detected!("avx512bw")
+                    && std::arch::is_x86_feature_detected!("fma")
+                {
+                    v.push(Self::Avx512Vnni);
+                }
             }
-        }
-        v
+            v
+        })
     }
 
     /// One word for reports.
@@ -116,10 +121,6 @@ const BLOCK: usize = 4 * COLS;
 const STEPS: usize = KB / 4;
 /// Rows each parallel task takes.
 const TASK_ROWS: usize = 32;
-
-fn round_up(x: usize, to: usize) -> usize {
-    x.div_ceil(to) * to
-}
 
 /// A weight matrix `[k, m]` quantized and packed for the integer kernels.
 #[derive(Debug, Clone)]
@@ -170,12 +171,6 @@ impl Packed {
     #[must_use]
     pub fn shape(&self) -> (usize, usize) {
         (self.k, self.m)
-    }
-
-    /// Bytes held.
-    #[must_use]
-    pub fn bytes(&self) -> usize {
-        self.data.len() + 4 * (self.scale.len() + self.shift.len())
     }
 }
 
@@ -276,19 +271,11 @@ pub fn product(x: &[f32], n: usize, w: &Packed, bias: Option<&[f32]>) -> Vec<f32
 #[must_use]
 pub fn product_on(isa: Isa, x: &[f32], n: usize, w: &Packed, bias: Option<&[f32]>) -> Vec<f32> {
     let (k, m, kp) = (w.k, w.m, w.kp);
-    assert_eq!(x.len(), n * k, "an {n}×{k} input");
-    assert!(bias.is_none_or(|b| b.len() == m), "a bias of {m}");
     assert!(Isa::all_here().contains(&isa), "int8 products on {} on a CPU without it", isa.name());
+    if let Some(out) = crate::trivial(x, n, k, m, bias) {
+        return out;
+    }
     let mut out = vec![0f32; n * m];
-    if n == 0 || m == 0 {
-        return out;
-    }
-    if k == 0 {
-        if let Some(b) = bias {
-            out.chunks_mut(m).for_each(|row| row.copy_from_slice(b));
-        }
-        return out;
-    }
     out.par_chunks_mut(TASK_ROWS * m).zip(x.par_chunks(TASK_ROWS * k)).for_each(|(o, xs)| {
         let rows = xs.len() / k;
         let mut q = vec![0i8; rows * kp];

@@ -12,6 +12,28 @@
 pub mod bf16;
 pub mod int8;
 
+fn round_up(x: usize, to: usize) -> usize {
+    x.div_ceil(to) * to
+}
+
+/// What both kernels do before their products: check the shapes, and give the whole answer
+/// where there is nothing to multiply (no rows or columns: zeros; no inputs: the bias).
+///
+/// # Panics
+/// If `x` does not hold `n × k` values or the bias is not `m` long.
+fn trivial(x: &[f32], n: usize, k: usize, m: usize, bias: Option<&[f32]>) -> Option<Vec<f32>> {
+    assert_eq!(x.len(), n * k, "an {n}×{k} input");
+    assert!(bias.is_none_or(|b| b.len() == m), "a bias of {m}");
+    if n == 0 || m == 0 || k == 0 {
+        let mut out = vec![0f32; n * m];
+        if let (Some(b), true) = (bias, m > 0) {
+            out.chunks_mut(m).for_each(|row| row.copy_from_slice(b));
+        }
+        return Some(out);
+    }
+    None
+}
+
 /// A deterministic noise in `[-1, 1)` for the tests.
 #[cfg(test)]
 pub(crate) fn noise(n: usize, seed: u64) -> Vec<f32> {
