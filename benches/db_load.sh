@@ -13,11 +13,16 @@
 #   lance    seamcut chunk ... -o DIR/bench.lance               (into a fresh LanceDB table;
 #            with SEAMCUT_LANCE=1, for a binary built with --features lancedb)
 #   lance-rerun  the same job again into the filled LanceDB table
+#   milvus   seamcut chunk ... -o milvus://.../bench           (into a fresh collection of a
+#            milvus-lite server, tests/db/milvus.sh)
+#   milvus-rerun  the same job again into the filled collection
 # and prints one JSON line per run: wall seconds, rows, and the summary line's busy seconds of
 # the write stage (`write`: building the rows, waiting for the commit before) and of the
 # database's commits (`database`, on their own thread), so rows/s of the commits and of
 # psql's copy. With CHONKIE_PYTHON set (a Python with chonkie, vecs, chromadb, model2vec),
-# benches/db_vs_chonkie.py then runs Chonkie's handshakes once on the same chunks and model.
+# benches/db_vs_chonkie.py then runs Chonkie's handshakes once on the same chunks and model;
+# with MILVUS_PYTHON set (a Python with pymilvus, chonkie, model2vec), benches/db_vs_milvus.py
+# runs pymilvus's bulk insert and Chonkie's MilvusHandshake on them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mb="${1:-20}"
@@ -41,6 +46,7 @@ job=(chunk "$work/corpus" --chunker recursive --model "$work/static384" --embedd
 busy_write() { sed -n 's/.*write \([0-9.]*\).*/\1/p' "$1"; }
 busy_db() { sed -n 's/.*database \([0-9.]*\).*/\1/p' "$1"; }
 chroma="$(tests/db/chroma.sh start)"
+milvus="$(tests/db/milvus.sh start)"
 pg_run() { # NAME
   t0=$(date +%s.%N)
   "$bin" "${job[@]}" -o "$url?table=bench" 2>"$work/pg.log"
@@ -73,6 +79,14 @@ for r in $(seq 1 "$rounds"); do
   "$bin" "${job[@]}" -o "$chroma/bench" 2>"$work/chroma.log"
   t1=$(date +%s.%N)
   echo "{\"round\": $r, \"run\": \"chroma\", \"seconds\": $(echo "$t1 - $t0" | bc | sed "s/^\./0./"), \"write_busy\": $(busy_write "$work/chroma.log"), \"database_busy\": $(busy_db "$work/chroma.log"), \"rows\": $rows}"
+  # Milvus, into a fresh collection (dropped with pymilvus first), then the same job again
+  .venv-milvus/bin/python -c "from pymilvus import MilvusClient; MilvusClient(uri='${milvus/milvus:/http:}').drop_collection('bench')"
+  for run in milvus milvus-rerun; do
+    t0=$(date +%s.%N)
+    "$bin" "${job[@]}" -o "$milvus/bench" 2>"$work/milvus.log"
+    t1=$(date +%s.%N)
+    echo "{\"round\": $r, \"run\": \"$run\", \"seconds\": $(echo "$t1 - $t0" | bc | sed "s/^\./0./"), \"write_busy\": $(busy_write "$work/milvus.log"), \"database_busy\": $(busy_db "$work/milvus.log"), \"rows\": $rows}"
+  done
   if [ "${SEAMCUT_LANCE:-0}" = 1 ]; then
     rm -rf "$work/lance"
     for run in lance lance-rerun; do
@@ -84,6 +98,9 @@ for r in $(seq 1 "$rounds"); do
   fi
 done
 tail -1 "$work/pg.log" >&2
+if [ -n "${MILVUS_PYTHON:-}" ]; then
+  "$MILVUS_PYTHON" benches/db_vs_milvus.py "$work/x.parquet" "$work/static384" "$milvus" 2>/dev/null
+fi
 if [ -n "${CHONKIE_PYTHON:-}" ]; then
   "$CHONKIE_PYTHON" benches/db_vs_chonkie.py "$work/x.parquet" "$work/corpus" "$work/static384" "$url" "$chroma" 2>/dev/null
 fi

@@ -855,7 +855,8 @@ struct ChunkArgs {
     /// Write here instead of stdout: .parquet for Parquet, anything else JSONL (.jsonl.gz and
     /// .jsonl.zst compressed as named), or a database table:
     /// postgresql://USER@HOST:PORT/DB?table=NAME (pgvector; the password from $PGPASSWORD),
-    /// chroma+http://HOST:PORT/COLLECTION (Chroma; a token from $CHROMA_API_KEY), or DIR/NAME.lance
+    /// chroma+http://HOST:PORT/COLLECTION (Chroma; a token from $CHROMA_API_KEY),
+    /// milvus://HOST:PORT/COLLECTION (Milvus; a token from $MILVUS_TOKEN), or DIR/NAME.lance
     /// (a LanceDB table, in a build with the lancedb feature).
     #[arg(short, long)]
     output: Option<PathBuf>,
@@ -864,11 +865,11 @@ struct ChunkArgs {
     #[arg(long, help_heading = "Database output")]
     replace: bool,
     /// Database output: build the vector index (HNSW, cosine distance; LanceDB's IVF-HNSW-SQ)
-    /// after the load.
+    /// after the load (Milvus: HNSW in place of its AUTOINDEX).
     #[arg(long, help_heading = "Database output")]
     hnsw: bool,
     /// Database output: the environment variable holding the password (pgvector, when the URL
-    /// has none) or token (Chroma). [default: PGPASSWORD; CHROMA_API_KEY]
+    /// has none) or token (Chroma, Milvus). [default: PGPASSWORD; CHROMA_API_KEY; MILVUS_TOKEN]
     #[arg(long, value_name = "NAME", help_heading = "Database output")]
     db_password_env: Option<String>,
     /// Continue the interrupted job that was writing -o (same command, same inputs). A finished
@@ -1031,7 +1032,7 @@ fn chunk(a: &ChunkArgs) -> seamcut::Result<()> {
             [(a.replace, "--replace"), (a.hnsw, "--hnsw"), (a.db_password_env.is_some(), "--db-password-env")]
         {
             if given {
-                eprintln!("seamcut: warning: {name} does nothing here: it applies to a database output (-o postgresql://..., chroma+http://... or DIR/NAME.lance)");
+                eprintln!("seamcut: warning: {name} does nothing here: it applies to a database output (-o postgresql://..., chroma+http://..., milvus://... or DIR/NAME.lance)");
             }
         }
     }

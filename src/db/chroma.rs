@@ -179,6 +179,11 @@ impl ChromaWriter {
             let p: Value = serde_json::from_str(p).unwrap_or_default();
             (p["complete"].as_bool().unwrap_or(false), p["totals"].clone())
         });
+        // Progress of some chunks in a collection whose records were all deleted since is not
+        // its own.
+        let empty = recorded.is_some()
+            && w.call("GET", &w.records("count"), None, 3)?.as_u64().is_some_and(|n| n == 0);
+        let recorded = Progress::unless_stale(recorded, &shown, "collection", "its metadata", empty, false);
         let progress = Progress::of_record(recorded, &w.opts, &shown, "collection", None)?;
         Ok((w, progress))
     }

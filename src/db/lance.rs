@@ -191,8 +191,13 @@ impl LanceWriter {
             let p: serde_json::Value = serde_json::from_str(p).unwrap_or_default();
             (p["complete"].as_bool().unwrap_or(false), p["totals"].clone())
         });
+        // Progress of some chunks in a table whose rows were all deleted since is not its own.
+        let empty =
+            recorded.is_some() && self.rt.block_on(self.table.count_rows(None)).map_err(self.fail())? == 0;
+        let shown = self.target.shown();
+        let recorded = Progress::unless_stale(recorded, &shown, "table", "its config", empty, false);
         let afresh = format!("removing its key {} from the table's config", self.key);
-        Progress::of_record(recorded, &self.opts, &self.target.shown(), "table", Some(&afresh))
+        Progress::of_record(recorded, &self.opts, &shown, "table", Some(&afresh))
     }
 
     fn progress(&self, totals: &Totals, complete: bool) -> Result<()> {

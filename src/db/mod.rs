@@ -21,6 +21,7 @@
 pub mod chroma;
 #[cfg(feature = "lancedb")]
 pub mod lance;
+pub mod milvus;
 pub mod postgres;
 
 use crate::chunk::{chunk_id, ChunkSpan};
@@ -39,6 +40,8 @@ pub enum DbTarget {
     /// A LanceDB table (`DIR/NAME.lance`).
     #[cfg(feature = "lancedb")]
     Lance(lance::LanceTarget),
+    /// A Milvus server's collection.
+    Milvus(milvus::MilvusTarget),
 }
 
 /// A job's writer into a database: what the job's write stage asks of it. What the job had
@@ -97,6 +100,37 @@ impl Progress {
             .map_err(|e| Error::Config(format!("{shown}: unreadable progress of this job: {e}")))?;
         Ok(Self { committed, complete: done })
     }
+
+    /// A recorded progress that is not this output's: one of some chunks where the output
+    /// holds none (`empty`: its rows deleted since, a table truncated), or one kept beside
+    /// another output (`other`: a table dropped and created again, a restored dump). It is set
+    /// aside, with a line on stderr naming the output (`shown`, a `what`) and where the record
+    /// is kept (`kept`), and the job starts afresh rather than finding itself done.
+    #[must_use]
+    pub fn unless_stale(
+        recorded: Option<(bool, serde_json::Value)>,
+        shown: &str,
+        what: &str,
+        kept: &str,
+        empty: bool,
+        other: bool,
+    ) -> Option<(bool, serde_json::Value)> {
+        let (_, totals) = recorded.as_ref()?;
+        let chunks = totals["chunks"].as_u64().unwrap_or(0);
+        if !(other || (empty && chunks > 0)) {
+            return recorded;
+        }
+        let why = if other {
+            format!("the {what} is not the one it describes")
+        } else {
+            format!("the {what} is empty")
+        };
+        eprintln!(
+            "seamcut: {shown}: the job's progress in {kept} says {} written, but {why} (dropped, emptied or restored since): the job starts afresh",
+            crate::wording::plural(chunks, "chunk")
+        );
+        None
+    }
 }
 
 /// How a database output is written.
@@ -137,19 +171,22 @@ impl DbTarget {
         Some(match scheme.as_str() {
             "postgresql" | "postgres" => postgres::PgTarget::parse(output).map(Self::Postgres),
             "chroma+http" | "chroma+https" => chroma::ChromaTarget::parse(output).map(Self::Chroma),
+            "milvus" | "milvus+http" | "milvus+https" => milvus::MilvusTarget::parse(output).map(Self::Milvus),
             s => Err(Error::Config(format!(
-                "{output}: {s}:// is not an output seamcut writes (postgresql:// for pgvector, chroma+http:// for Chroma, or a file name)"
+                "{output}: {s}:// is not an output seamcut writes (postgresql:// for pgvector, chroma+http:// for Chroma, milvus:// for Milvus, or a file name)"
             ))),
         })
     }
 
-    /// Why `doc` cannot be stored as it is, if it cannot (it is then skipped and counted):
-    /// PostgreSQL's `text` holds no NUL; Chroma's documents and metadata are JSON, which does.
+    /// Why `doc` cannot be stored as it is, cut into `chunks`, if it cannot (it is then
+    /// skipped and counted): PostgreSQL's `text` holds no NUL; Chroma's documents and metadata
+    /// are JSON, which does; Milvus's `VARCHAR` holds at most [`milvus::VARCHAR_BYTES`].
     #[must_use]
-    pub fn rejects(&self, doc: &Document) -> Option<String> {
+    pub fn rejects(&self, doc: &Document, chunks: &[ChunkSpan]) -> Option<String> {
         match self {
             Self::Postgres(_) => unstorable(doc),
             Self::Chroma(_) => None,
+            Self::Milvus(_) => milvus::rejects(doc, chunks),
             // Arrow's strings hold NUL.
             #[cfg(feature = "lancedb")]
             Self::Lance(_) => None,
@@ -164,6 +201,7 @@ impl DbTarget {
             Self::Chroma(t) => t.shown(),
             #[cfg(feature = "lancedb")]
             Self::Lance(t) => t.shown(),
+            Self::Milvus(t) => t.shown(),
         }
     }
 
@@ -186,6 +224,7 @@ impl DbTarget {
             Self::Chroma(t) => boxed(chroma::ChromaWriter::open(t, columns, job, opts)?),
             #[cfg(feature = "lancedb")]
             Self::Lance(t) => boxed(lance::LanceWriter::open(t, columns, job, opts)?),
+            Self::Milvus(t) => boxed(milvus::MilvusWriter::open(t, columns, job, opts)?),
         })
     }
 }

@@ -397,22 +397,14 @@ impl PgWriter {
                 let totals: serde_json::Value = serde_json::from_str(&totals).map_err(|e| {
                     Error::Config(format!("{}: unreadable progress in {JOBS}: {e}", self.target.shown()))
                 })?;
-                let chunks = totals["chunks"].as_u64().unwrap_or(0);
-                if same_table && !(empty && chunks > 0) {
-                    Some((complete, totals))
-                } else {
-                    let why = if same_table {
-                        "the table is empty"
-                    } else {
-                        "the table is not the one it describes"
-                    };
-                    eprintln!(
-                        "seamcut: {}: the job's progress in {JOBS} says {} written, but {why} (dropped, truncated or restored since): the job starts afresh",
-                        self.target.shown(),
-                        crate::wording::plural(chunks, "chunk")
-                    );
-                    None
-                }
+                Progress::unless_stale(
+                    Some((complete, totals)),
+                    &self.target.shown(),
+                    "table",
+                    JOBS,
+                    empty,
+                    !same_table,
+                )
             }
         };
         let afresh = format!("deleting its row in {JOBS}");

@@ -421,8 +421,8 @@ enum ErrorsTo<'a> {
 #[cfg(feature = "db")]
 fn unstorable_to_failed(mut f: Finished, db: &crate::db::DbTarget) -> Finished {
     for (item, outcome) in f.batch.items.iter().zip(f.outcomes.iter_mut()) {
-        if let (Item::Doc(d), Outcome::Chunks(_)) = (item, &*outcome) {
-            if let Some(why) = db.rejects(d) {
+        if let (Item::Doc(d), Outcome::Chunks(c)) = (item, &*outcome) {
+            if let Some(why) = db.rejects(d, &c.spans) {
                 *outcome = Outcome::Failed(Error::Rejected(why));
             }
         }

@@ -66,6 +66,21 @@ pub(super) fn dump_at(base: &str, name: &str) -> Vec<String> {
     out
 }
 
+/// Every record of the collection deleted, the collection and its metadata kept.
+pub(super) fn empty_collection_at(base: &str, name: &str) {
+    let collections = collections_at(base);
+    let id = collection_id_at(base, name).unwrap();
+    let v: Value = ureq::post(&format!("{collections}/{id}/get"))
+        .send_json(json!({"include": []}))
+        .unwrap()
+        .into_json()
+        .unwrap();
+    let ids = v["ids"].clone();
+    assert!(ids.as_array().is_some_and(|i| !i.is_empty()), "{v}");
+    ureq::post(&format!("{collections}/{id}/delete")).send_json(json!({"ids": ids})).unwrap();
+    assert!(dump_at(base, name).is_empty());
+}
+
 fn job(input: &Path, collection: &str, extra: &[&str]) -> Output {
     let url = format!("{}/{collection}", base());
     let mut args = vec!["chunk", input.to_str().unwrap(), "--chunker", "maxmin", "--embeddings", "mean"];

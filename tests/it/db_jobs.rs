@@ -106,6 +106,10 @@ impl OwnServer {
         Self::start("chroma", "SEAMCUT_CHROMA_STATE", &[], name)
     }
 
+    pub fn milvus(name: &str) -> Self {
+        Self::start("milvus", "SEAMCUT_MILVUS_STATE", &[], name)
+    }
+
     fn start(
         script: &'static str,
         state_var: &'static str,

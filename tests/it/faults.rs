@@ -2,17 +2,19 @@
 //! uninterrupted run row for row (files: every record, the `.npy` and the errors list in
 //! order; databases: every row with its vector, sorted by id).
 //!
-//! | fault | JSONL | JSONL.zst | Parquet | pgvector | Chroma |
-//! |---|---|---|---|---|---|
-//! | kill -9 at seeded moments (5 landed mid-job), then `--resume` | [`kill_9`] | ✓ | ✓ | ✓ | ✓ |
-//! | the output removed, then `--resume` | [`removed`] | ✓ | ✓ | dropped, truncated | deleted |
-//! | an edited corpus rerun (`--replace` for databases) | [`edited`] | ✓ | ✓ | ✓ | ✓ |
-//! | a full disk (a small tmpfs, or `RLIMIT_FSIZE`) | [`full_disk`] | ✓ | ✓ | – | – |
-//! | the server killed mid-job and restarted | – | – | – | [`server_restart`] | ✓ |
-//! | four `--shard i/4` at once, then all four again with `--replace` after an edit | – | – | – | [`concurrent_shards`] | ✓ |
+//! | fault | JSONL | JSONL.zst | Parquet | pgvector | Chroma | Milvus |
+//! |---|---|---|---|---|---|---|
+//! | kill -9 at seeded moments (5 landed mid-job), then `--resume` | [`kill_9`] | ✓ | ✓ | ✓ | ✓ | ✓ |
+//! | the output removed, then `--resume` | [`removed`] | ✓ | ✓ | dropped, truncated | deleted, emptied | dropped, emptied |
+//! | an edited corpus rerun (`--replace` for databases) | [`edited`] | ✓ | ✓ | ✓ | ✓ | ✓ |
+//! | a full disk (a small tmpfs, or `RLIMIT_FSIZE`) | [`full_disk`] | ✓ | ✓ | – | – | – |
+//! | the server killed mid-job and restarted | – | – | – | [`server_restart`] | ✓ | ✓ |
+//! | four `--shard i/4` at once, then all four again with `--replace` after an edit | – | – | – | [`concurrent_shards`] | ✓ | ✓ |
 //!
-//! LanceDB, behind its feature, runs the same faults in `lance.rs`. Each case prints its
-//! cell (`fault × output: result, rounds`); `SEAMCUT_FAULT_SEED` replays a run's kill moments.
+//! A build with the `lancedb` feature runs LanceDB tables through the same cases, beside
+//! pgvector and Chroma (kill -9, removed (deleted, emptied), edited, concurrent shards). Each
+//! case prints its cell (`fault × output: result, rounds`); `SEAMCUT_FAULT_SEED` replays a
+//! run's kill moments.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -21,7 +23,7 @@ use std::sync::OnceLock;
 use serde_json::{json, Value};
 
 use super::db_jobs::{corpus, one_line, seamcut, stderr, OwnServer};
-use super::{chroma, pgvector};
+use super::{chroma, milvus, pgvector};
 
 /// The job every case runs: a model chunker with vectors and a metadata field, in batches
 /// small enough that a run commits a few dozen of them.
@@ -35,10 +37,26 @@ enum Kind {
     Parquet,
     Pg,
     Chroma,
+    Milvus,
+    #[cfg(feature = "lancedb")]
+    Lance,
 }
 
 const FILES: [Kind; 3] = [Kind::Jsonl, Kind::JsonlZst, Kind::Parquet];
-const ALL: [Kind; 5] = [Kind::Jsonl, Kind::JsonlZst, Kind::Parquet, Kind::Pg, Kind::Chroma];
+
+/// The outputs that many writers may share: the databases, LanceDB's tables where the build
+/// has them.
+fn databases() -> Vec<Kind> {
+    let kinds = vec![Kind::Pg, Kind::Chroma, Kind::Milvus];
+    #[cfg(feature = "lancedb")]
+    let kinds = [kinds, vec![Kind::Lance]].concat();
+    kinds
+}
+
+/// Every output kind.
+fn all() -> Vec<Kind> {
+    [&FILES[..], &databases()].concat()
+}
 
 impl Kind {
     fn ext(self) -> &'static str {
@@ -48,6 +66,9 @@ impl Kind {
             Kind::Parquet => "parquet",
             Kind::Pg => "pgvector",
             Kind::Chroma => "chroma",
+            Kind::Milvus => "milvus",
+            #[cfg(feature = "lancedb")]
+            Kind::Lance => "lance",
         }
     }
 }
@@ -64,7 +85,7 @@ struct Out {
 impl Out {
     fn new(kind: Kind, dir: &Path, case: &str) -> Self {
         let name = match kind {
-            Kind::Pg => format!("fm_{case}"),
+            Kind::Pg | Kind::Milvus => format!("fm_{case}"),
             Kind::Chroma => format!("fm-{}", case.replace('_', "-")),
             _ => format!("{case}.{}", kind.ext()),
         };
@@ -92,11 +113,16 @@ impl Out {
         self.server.clone().unwrap_or_else(chroma::base)
     }
 
+    fn milvus(&self) -> String {
+        self.server.clone().unwrap_or_else(milvus::base)
+    }
+
     /// What `-o` names.
     fn arg(&self) -> String {
         match self.kind {
             Kind::Pg => format!("{}?table={}", self.pg(), self.name),
             Kind::Chroma => format!("{}/{}", self.chroma(), self.name),
+            Kind::Milvus => format!("{}/{}", self.milvus(), self.name),
             _ => self.path().to_str().unwrap().to_string(),
         }
     }
@@ -135,6 +161,9 @@ impl Out {
         match self.kind {
             Kind::Pg => pgvector::dump_at(&self.pg(), &self.name),
             Kind::Chroma => chroma::dump_at(&self.chroma(), &self.name),
+            Kind::Milvus => milvus::dump_at(&self.milvus(), &self.name),
+            #[cfg(feature = "lancedb")]
+            Kind::Lance => super::lance::dump(&self.dir, self.table()),
             _ => {
                 let path = self.path();
                 // The file's bytes too: a resumed file is byte for byte the clean run's.
@@ -183,6 +212,9 @@ impl Out {
                     .map(|p| p["totals"]["items"].as_u64().unwrap_or(0))
                     .sum()
             }
+            Kind::Milvus => milvus::committed_items_at(&self.milvus(), &self.name),
+            #[cfg(feature = "lancedb")]
+            Kind::Lance => super::lance::committed_items(&self.dir, self.table()),
             _ => {
                 let partial = PathBuf::from(format!("{}.seamcut-partial", self.path().display()));
                 std::fs::read(partial.join("manifest.json"))
@@ -192,6 +224,12 @@ impl Out {
                     .unwrap_or(0)
             }
         }
+    }
+
+    /// A LanceDB table's name (the file name without `.lance`).
+    #[cfg(feature = "lancedb")]
+    fn table(&self) -> &str {
+        self.name.trim_end_matches(".lance")
     }
 
     /// The output gone as a user or an operator removes it: the file deleted (what seamcut
@@ -206,9 +244,28 @@ impl Out {
                 let _ =
                     ureq::delete(&format!("{}/{}", chroma::collections_at(&self.chroma()), self.name)).call();
             }
+            Kind::Milvus => milvus::drop_at(&self.milvus(), &self.name),
+            #[cfg(feature = "lancedb")]
+            Kind::Lance => super::lance::drop_table(&self.dir, self.table()),
             _ => {
                 let _ = std::fs::remove_file(self.path());
             }
+        }
+    }
+
+    /// The database output emptied and kept (a table truncated, every row or record deleted),
+    /// with whatever it records beside its rows.
+    fn empty(&self) {
+        match self.kind {
+            Kind::Pg => {
+                let mut db = postgres::Client::connect(&self.pg(), postgres::NoTls).unwrap();
+                db.batch_execute(&format!("TRUNCATE \"{}\"", self.name)).unwrap();
+            }
+            Kind::Chroma => chroma::empty_collection_at(&self.chroma(), &self.name),
+            Kind::Milvus => milvus::empty_at(&self.milvus(), &self.name),
+            #[cfg(feature = "lancedb")]
+            Kind::Lance => super::lance::delete_rows(&self.dir, self.table()),
+            _ => unreachable!("files are not emptied"),
         }
     }
 
@@ -220,7 +277,9 @@ impl Out {
                 let mut c = postgres::Client::connect(&self.pg(), postgres::NoTls).unwrap();
                 let _ = c.batch_execute(&format!("DELETE FROM seamcut_jobs WHERE tbl = '{}'", self.name));
             }
-            Kind::Chroma => {}
+            Kind::Chroma | Kind::Milvus => {}
+            #[cfg(feature = "lancedb")]
+            Kind::Lance => {}
             _ => {
                 let p = self.path();
                 for q in [
@@ -362,7 +421,7 @@ fn killed(out: &Out, input: &Path, extra: &[&str], steps: u64, delay_ms: u64) ->
 fn kill_9() {
     let c = corpora();
     let mut moments = Moments::seeded();
-    for kind in ALL {
+    for kind in all() {
         let dir = tempfile::tempdir().unwrap();
         let out = Out::new(kind, dir.path(), "kill");
         let (mut log, mut landed, mut fresh) = (Vec::new(), 0, true);
@@ -399,26 +458,22 @@ fn kill_9() {
 #[test]
 fn removed() {
     let c = corpora();
-    for kind in ALL {
+    for kind in all() {
         let dir = tempfile::tempdir().unwrap();
         let out = Out::new(kind, dir.path(), "removed");
         out.ok(&c.input, &[]);
         type Fault<'a> = (&'static str, Box<dyn Fn() + 'a>);
         let mut faults: Vec<Fault> = vec![("removed", Box::new(|| out.remove()))];
-        if kind == Kind::Pg {
-            let truncate = || {
-                let mut db = postgres::Client::connect(&out.pg(), postgres::NoTls).unwrap();
-                db.batch_execute(&format!("TRUNCATE \"{}\"", out.name)).unwrap();
-            };
-            faults.push(("truncated", Box::new(truncate)));
+        if !FILES.contains(&kind) {
+            faults.push(("emptied", Box::new(|| out.empty())));
         }
         for (fault, apply) in &faults {
             apply();
             let o = out.run(&c.input, &["--resume"]);
             assert!(o.status.success(), "{kind:?} {fault}: {}", stderr(&o));
-            if kind == Kind::Pg {
-                // The progress row outlives its table: never taken for this job's.
-                assert!(stderr(&o).contains("starts afresh"), "{fault}: {}", stderr(&o));
+            if kind == Kind::Pg || *fault == "emptied" {
+                // A progress that outlives its rows is never taken for this job's.
+                assert!(stderr(&o).contains("starts afresh"), "{kind:?} {fault}: {}", stderr(&o));
             }
             assert_eq!(&out.rows(), clean(kind, false), "{kind:?} {fault}: rebuilt whole");
             // Rebuilt, the output is this job's again: a further --resume changes nothing.
@@ -443,7 +498,7 @@ fn removed() {
 #[test]
 fn edited() {
     let c = corpora();
-    for kind in ALL {
+    for kind in all() {
         let dir = tempfile::tempdir().unwrap();
         let out = Out::new(kind, dir.path(), "edited");
         out.ok(&c.input, &[]);
@@ -548,7 +603,8 @@ fn server_restart() {
     let dir = tempfile::tempdir().unwrap();
     let pg = OwnServer::postgres("faults");
     let chroma = OwnServer::chroma("faults");
-    for (kind, server) in [(Kind::Pg, &pg), (Kind::Chroma, &chroma)] {
+    let milvus = OwnServer::milvus("faults");
+    for (kind, server) in [(Kind::Pg, &pg), (Kind::Chroma, &chroma), (Kind::Milvus, &milvus)] {
         let out = Out::new(kind, dir.path(), "restart").at(&server.url);
         let mut child = out.spawn(&c.input, &[]);
         let child_pid = child.id();
@@ -590,7 +646,7 @@ fn server_restart() {
 #[test]
 fn concurrent_shards() {
     let c = corpora();
-    for kind in [Kind::Pg, Kind::Chroma] {
+    for kind in databases() {
         let dir = tempfile::tempdir().unwrap();
         let out = Out::new(kind, dir.path(), "shards");
         for (input, edited, extra) in [(&c.input, false, &[][..]), (&c.edited, true, &["--replace"][..])] {

@@ -14,11 +14,11 @@ use lancedb::query::ExecutableQuery;
 
 use super::db_jobs::{corpus, killed_rounds, one_line, seamcut, stderr};
 
-fn rt() -> tokio::runtime::Runtime {
+pub(super) fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
 }
 
-fn table(dir: &Path, name: &str) -> Option<lancedb::Table> {
+pub(super) fn table(dir: &Path, name: &str) -> Option<lancedb::Table> {
     rt().block_on(async {
         let db = lancedb::connect(dir.to_str().unwrap()).execute().await.unwrap();
         db.open_table(name).execute().await.ok()
@@ -26,7 +26,7 @@ fn table(dir: &Path, name: &str) -> Option<lancedb::Table> {
 }
 
 /// Every row as text (vectors by their floats' bits), sorted: equal dumps, equal tables.
-fn dump(dir: &Path, name: &str) -> Vec<String> {
+pub(super) fn dump(dir: &Path, name: &str) -> Vec<String> {
     let Some(t) = table(dir, name) else { return Vec::new() };
     let batches: Vec<RecordBatch> =
         rt().block_on(async { t.query().execute().await.unwrap().try_collect().await.unwrap() });
@@ -250,4 +250,34 @@ fn data_bytes(table: &Path) -> u64 {
 
 fn dump_count(dir: &Path, name: &str) -> usize {
     table(dir, name).map_or(0, |t| rt().block_on(t.count_rows(None)).unwrap())
+}
+
+/// The documents the jobs writing a table have committed, as their progress in the table's
+/// config says (`seamcut.job.*` keys).
+pub(super) fn committed_items(dir: &Path, name: &str) -> u64 {
+    let Some(t) = table(dir, name) else { return 0 };
+    let Some(native) = t.as_native() else { return 0 };
+    let Ok(manifest) = rt().block_on(native.manifest()) else { return 0 };
+    manifest
+        .config
+        .iter()
+        .filter(|(k, _)| k.starts_with("seamcut.job."))
+        .filter_map(|(_, p)| serde_json::from_str::<serde_json::Value>(p).ok())
+        .map(|p| p["totals"]["items"].as_u64().unwrap_or(0))
+        .sum()
+}
+
+/// The table dropped, as LanceDB's clients drop it.
+pub(super) fn drop_table(dir: &Path, name: &str) {
+    rt().block_on(async {
+        let db = lancedb::connect(dir.to_str().unwrap()).execute().await.unwrap();
+        let _ = db.drop_table(name, &[]).await;
+    });
+}
+
+/// Every row deleted, the table and its config kept.
+pub(super) fn delete_rows(dir: &Path, name: &str) {
+    let t = table(dir, name).unwrap();
+    rt().block_on(t.delete("true")).unwrap();
+    assert_eq!(dump_count(dir, name), 0);
 }

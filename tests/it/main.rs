@@ -18,6 +18,7 @@ mod long_models;
 mod long_words;
 mod lumber;
 mod metrics_parity;
+mod milvus;
 mod outputs;
 mod pgvector;
 mod properties;

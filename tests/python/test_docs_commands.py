@@ -33,13 +33,16 @@ PAGES = ["README.md", "CONTRIBUTING.md"] + sorted(
     os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "docs", "*.md"))
 )
 NEEDS = {"build", "gpu", "network", "llm-server", "long", "wheel", "cluster", "database"}
-# A `needs=database` block runs when $SEAMCUT_TEST_PG and $SEAMCUT_TEST_CHROMA name a PostgreSQL
-# with pgvector and a Chroma server (as tests/run.sh starts them), with the pages' example
-# servers replaced by them.
+# A `needs=database` block runs when $SEAMCUT_TEST_PG, $SEAMCUT_TEST_CHROMA and
+# $SEAMCUT_TEST_MILVUS name a PostgreSQL with pgvector, a Chroma server and a Milvus server (as
+# tests/run.sh starts them), with the pages' example servers replaced by them.
 SHOWN_DATABASE = "postgresql://me@localhost:5432/rag"
 TEST_DATABASE = os.environ.get("SEAMCUT_TEST_PG")
 SHOWN_CHROMA = "chroma+http://localhost:8000"
 TEST_CHROMA = os.environ.get("SEAMCUT_TEST_CHROMA")
+SHOWN_MILVUS = "milvus://localhost:19530"
+TEST_MILVUS = os.environ.get("SEAMCUT_TEST_MILVUS")
+DATABASES = bool(TEST_DATABASE and TEST_CHROMA and TEST_MILVUS)
 # Fewer runnable blocks than this means blocks were marked away rather than fixed.
 MIN_RUNNABLE_BLOCKS = 28
 MIN_README_BLOCKS = 4
@@ -296,7 +299,7 @@ def test_other_fences_are_not_shell_in_disguise():
 
 @pytest.mark.parametrize("page", PAGES)
 def test_the_commands_of_a_page_run(page):
-    blocks = [b for b in sh_blocks(page) if not b[1] or (b[1] == {"database"} and TEST_DATABASE and TEST_CHROMA)]
+    blocks = [b for b in sh_blocks(page) if not b[1] or (b[1] == {"database"} and DATABASES)]
     if not blocks:
         pytest.skip(f"{page} has no runnable block")
     assert os.path.exists(BIN), f"no seamcut CLI at {BIN} (set SEAMCUT_BIN)"
@@ -309,8 +312,9 @@ def test_the_commands_of_a_page_run(page):
                     serve_session(cmds, d, env)
                 else:
                     for cmd in cmds:
-                        if TEST_DATABASE and TEST_CHROMA:
+                        if DATABASES:
                             cmd = cmd.replace(SHOWN_DATABASE, TEST_DATABASE).replace(SHOWN_CHROMA, TEST_CHROMA)
+                            cmd = cmd.replace(SHOWN_MILVUS, TEST_MILVUS)
                         run_line(cmd, d, env)
             except AssertionError as e:
                 raise AssertionError(f"{page}, the block at line {line}:\n{e}") from None
