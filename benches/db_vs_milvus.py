@@ -64,6 +64,27 @@ def main():
     from chonkie.types import Chunk
 
     emb = Model2VecEmbeddings(model)
+    if str(emb.embed("probe").dtype) != "float32":
+        # A float16 model2vec model (as seamcut's distilled one is stored) gives float16
+        # vectors, which pymilvus refuses for a FLOAT_VECTOR field: MilvusHandshake.write
+        # fails with "expect=np.float32/np.float64, got=float16". Cast, so that the handshake
+        # can be measured at all; the stock handshake's failure is reported first.
+        try:
+            MilvusHandshake(uri=uri, collection_name="chonkie_bench", embedding_model=emb).write(
+                [Chunk(text="probe", start_index=0, end_index=5, token_count=1)])
+            out(run="chonkie-float16", result="ok")
+        except Exception as e:
+            out(run="chonkie-float16", result=f"{type(e).__name__}: {str(e)[:160]}")
+        client.drop_collection("chonkie_bench")
+
+        class Float32(Model2VecEmbeddings):
+            def embed(self, text):
+                return super().embed(text).astype("float32")
+
+            def embed_batch(self, texts):
+                return [v.astype("float32") for v in super().embed_batch(texts)]
+
+        emb = Float32(model)
     chunks = [
         Chunk(text=t, start_index=a, end_index=b, token_count=n)
         for t, a, b, n in zip(cols["text"], cols["start"], cols["end"], cols["tokens"])
