@@ -175,10 +175,7 @@ impl ChromaWriter {
             recorded("seamcut_vectors"),
             &w.opts,
         )?;
-        let recorded = w.metadata.get(&w.key).and_then(Value::as_str).map(|p| {
-            let p: Value = serde_json::from_str(p).unwrap_or_default();
-            (p["complete"].as_bool().unwrap_or(false), p["totals"].clone())
-        });
+        let recorded = w.metadata.get(&w.key).and_then(Value::as_str).map(Progress::read_record);
         // Progress of some chunks in a collection whose records were all deleted since is not
         // its own.
         let empty = recorded.is_some()
@@ -271,7 +268,7 @@ impl ChromaWriter {
     /// progress within the same few milliseconds can lose one of them, and a lost progress only
     /// makes that job's `--resume` write its batches again, which changes nothing.
     fn progress(&self, totals: &Totals, complete: bool) -> Result<()> {
-        let p = json!({"totals": totals, "complete": complete}).to_string();
+        let p = Progress::record(totals, complete);
         // Chroma reads a collection by its name and writes it by its id.
         let named = format!("{}/{}", self.target.collections(), self.target.collection);
         let now = self.call("GET", &named, None, 6)?;

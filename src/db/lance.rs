@@ -187,10 +187,7 @@ impl LanceWriter {
 
     fn read_progress(&self) -> Result<Progress> {
         let manifest = self.rt.block_on(self.native()?.manifest()).map_err(self.fail())?;
-        let recorded = manifest.config.get(&self.key).map(|p| {
-            let p: serde_json::Value = serde_json::from_str(p).unwrap_or_default();
-            (p["complete"].as_bool().unwrap_or(false), p["totals"].clone())
-        });
+        let recorded = manifest.config.get(&self.key).map(|p| Progress::read_record(p));
         // Progress of some chunks in a table whose rows were all deleted since is not its own.
         let empty =
             recorded.is_some() && self.rt.block_on(self.table.count_rows(None)).map_err(self.fail())? == 0;
@@ -201,7 +198,7 @@ impl LanceWriter {
     }
 
     fn progress(&self, totals: &Totals, complete: bool) -> Result<()> {
-        let p = serde_json::json!({"totals": totals, "complete": complete}).to_string();
+        let p = Progress::record(totals, complete);
         self.rt.block_on(self.native()?.update_config([(self.key.clone(), p)])).map_err(self.fail())
     }
 

@@ -70,6 +70,22 @@ pub struct Progress {
 }
 
 impl Progress {
+    /// A job's progress as Chroma, Milvus and LanceDB keep it beside the data (one JSON text
+    /// under the job's key): its totals, and whether it finished.
+    #[must_use]
+    pub fn record(totals: &Totals, complete: bool) -> String {
+        serde_json::json!({"totals": totals, "complete": complete}).to_string()
+    }
+
+    /// [`Self::record`]'s text read back, as [`Self::of_record`] and [`Self::unless_stale`]
+    /// take it: (finished, totals as JSON). An unreadable text reads as an unfinished run
+    /// without totals, which [`Self::of_record`] refuses in words.
+    #[must_use]
+    pub fn read_record(p: &str) -> (bool, serde_json::Value) {
+        let p: serde_json::Value = serde_json::from_str(p).unwrap_or_default();
+        (p["complete"].as_bool().unwrap_or(false), p["totals"].clone())
+    }
+
     /// The progress of this job where the table records some (`recorded`: whether that run
     /// finished, and its totals as JSON), as the job's options take it: a finished run is
     /// done for `--resume` and starts over otherwise (its upserts change nothing); an

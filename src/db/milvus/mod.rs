@@ -277,10 +277,7 @@ impl MilvusWriter {
         let found = w.describe()?;
         w.check(&found, dim)?;
         w.load()?;
-        let recorded = property(&found.properties, &w.key).map(|p| {
-            let p: serde_json::Value = serde_json::from_str(p).unwrap_or_default();
-            (p["complete"].as_bool().unwrap_or(false), p["totals"].clone())
-        });
+        let recorded = property(&found.properties, &w.key).map(Progress::read_record);
         // Progress of some chunks in a collection whose rows were all deleted since is not
         // its own.
         let empty = recorded.is_some() && w.count()? == 0;
@@ -757,7 +754,7 @@ impl MilvusWriter {
     /// times, not only those Milvus marks retriable: milvus-lite answers two concurrent
     /// alterations of one collection (shards of a job) with a failed rename of its schema file.
     fn progress(&self, totals: &Totals, complete: bool) -> Result<()> {
-        let p = serde_json::json!({"totals": totals, "complete": complete}).to_string();
+        let p = Progress::record(totals, complete);
         let properties = vec![pair(&self.key, &p)];
         let alter = |mut c: Client| {
             let req = proto::AlterCollectionRequest {
