@@ -48,18 +48,25 @@ class SeamcutChunk:
 
 
 def chunk_dataset(ds, params: Dict[str, Any], actors: int = 2, threads: int = 1, gpus: int = 0,
-                  embeddings: Optional[str] = None, batch_size: int = 256):
-    """The Ray Data pipeline: `ds` (rows with `id` and `text`) to a dataset of chunks."""
+                  embeddings: Optional[str] = None, batch_size: int = 256,
+                  ray_remote_args: Optional[Dict[str, Any]] = None, chunk_class: type = SeamcutChunk):
+    """The Ray Data pipeline: `ds` (rows with `id` and `text`) to a dataset of chunks.
+
+    `ray_remote_args` go to the actors as `map_batches` passes them: custom `resources` to
+    place them on chosen nodes, `max_restarts`/`max_task_retries` (Ray Data restarts a dead
+    actor and retries its batch unless told otherwise). `chunk_class` is the callable class
+    the actors run: `SeamcutChunk` or a subclass of it."""
     if gpus:
         params = {**params, "device": params.get("device", "cuda")}
     return ds.map_batches(
-        SeamcutChunk,
+        chunk_class,
         fn_constructor_kwargs={"params": params, "threads": threads, "embeddings": embeddings},
         batch_format="pyarrow",
         batch_size=batch_size,
         concurrency=actors,
         num_cpus=threads,
         num_gpus=gpus,
+        **(ray_remote_args or {}),
     )
 
 

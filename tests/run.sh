@@ -48,5 +48,7 @@ rm -rf "$target/wheels-ci"
 "$venv/bin/maturin" build --quiet --manifest-path bindings/python/Cargo.toml --profile dev \
   --out "$target/wheels-ci"
 "$venv/bin/python" -m pip install --quiet --force-reinstall --no-deps "$target"/wheels-ci/seamcut-*.whl
+# pyspark (tests/python/test_spark.py, docs/python.md's Spark recipe) runs Spark on a JVM.
+command -v java >/dev/null || apt-get install -y -qq default-jre-headless
 SEAMCUT_BIN="$target/debug/seamcut" SEAMCUT_WHEEL="$(ls "$target"/wheels-ci/seamcut-*.whl)" \
   "$venv/bin/python" -m pytest -q tests/python
