@@ -59,7 +59,12 @@ pub(super) fn dump_at(base: &str, name: &str) -> Vec<String> {
         .unwrap();
     let mut out: Vec<String> = (0..v["ids"].as_array().unwrap().len())
         .map(|i| {
-            format!("{} {} {} {}", v["ids"][i], v["documents"][i], v["metadatas"][i], v["embeddings"][i])
+            // Keys sorted: a build whose serde_json keeps maps in their order (the lancedb
+            // feature's dependencies turn on `preserve_order`) would show Chroma's order,
+            // which differs between records of equal metadata.
+            let meta: std::collections::BTreeMap<&String, &Value> =
+                v["metadatas"][i].as_object().map(|m| m.iter().collect()).unwrap_or_default();
+            format!("{} {} {meta:?} {}", v["ids"][i], v["documents"][i], v["embeddings"][i])
         })
         .collect();
     out.sort();
