@@ -18,16 +18,7 @@ BIN = os.environ.get("SEAMCUT_BIN", os.path.join(ROOT, "target", "debug", "seamc
 sys.path.insert(0, os.path.join(ROOT, "examples"))
 
 import ray_corpus  # noqa: E402
-
-
-def small_corpus(path):
-    lines = open(os.path.join(ROOT, "benches", "data-sentences.txt"), encoding="utf-8").read().splitlines()
-    ids, texts = [], []
-    for i in range(40):
-        paras = [" ".join(lines[(i * 17 + p * 6 + k) % len(lines)] for k in range(6)) for p in range(1 + i % 4)]
-        ids.append(f"doc-{i}")
-        texts.append("\n\n".join(paras) + ("\nCafé 🙂 ünïcode." if i % 5 == 0 else ""))
-    pq.write_table(pa.table({"id": ids, "text": texts}), path)
+from corpora import small_corpus  # noqa: E402
 
 
 def rows(table):

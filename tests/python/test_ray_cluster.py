@@ -20,7 +20,8 @@ BIN = os.environ.get("SEAMCUT_BIN", os.path.join(ROOT, "target", "debug", "seamc
 sys.path.insert(0, os.path.join(ROOT, "examples"))
 
 import ray_corpus  # noqa: E402
-from test_ray import rows, small_corpus  # noqa: E402
+from corpora import small_corpus  # noqa: E402
+from test_ray import rows  # noqa: E402
 
 MiB = 1024 * 1024
 # Each node: two logical CPUs (one for its chunking actor, one for Ray Data's read and write

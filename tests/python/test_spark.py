@@ -21,6 +21,7 @@ from pyspark.sql import SparkSession  # noqa: E402
 
 import seamcut  # noqa: E402
 import seamcut.spark  # noqa: E402
+from corpora import small_corpus  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BIN = os.environ.get("SEAMCUT_BIN", os.path.join(ROOT, "target", "debug", "seamcut"))
@@ -28,18 +29,6 @@ sys.path.insert(0, os.path.join(ROOT, "examples"))
 
 COLUMNS = ["id", "doc_id", "index", "start", "end", "text", "tokens", "sentences", "context"]
 PARAMS = {"chunker": "maxmin"}
-
-
-def small_corpus(path):
-    """tests/python/test_ray.py's corpus: 40 documents of one to four paragraphs, some with
-    non-ASCII text (byte offsets differ from character offsets)."""
-    lines = open(os.path.join(ROOT, "benches", "data-sentences.txt"), encoding="utf-8").read().splitlines()
-    ids, texts = [], []
-    for i in range(40):
-        paras = [" ".join(lines[(i * 17 + p * 6 + k) % len(lines)] for k in range(6)) for p in range(1 + i % 4)]
-        ids.append(f"doc-{i}")
-        texts.append("\n\n".join(paras) + ("\nCafé 🙂 ünïcode." if i % 5 == 0 else ""))
-    pq.write_table(pa.table({"id": ids, "text": texts}), path)
 
 
 def rows(table):

@@ -302,7 +302,7 @@ impl MilvusWriter {
             }
             r => r,
         }
-        .map_err(|(failure, attempts)| self.error(what, failure, attempts))
+        .map_err(|(failure, attempts)| self.error(failure, attempts))
     }
 
     /// [`Self::call`]'s failure as it came, with the tries it took.
@@ -358,8 +358,7 @@ impl MilvusWriter {
     }
 
     /// A request's failure after `attempts` tries, as the job's error.
-    fn error(&self, what: &str, f: Failure, attempts: u32) -> Error {
-        let _ = what;
+    fn error(&self, f: Failure, attempts: u32) -> Error {
         match f {
             Failure::Transient(m) => Error::Database(format!(
                 "{}: {m} (after {}); the batches written before it are kept: run the same job with {} once the server is back",
@@ -534,7 +533,7 @@ impl MilvusWriter {
                 .map(|d| property(&d.params, "index_type").unwrap_or_default().to_string())),
             // Milvus answers "index not found" as an error.
             Err((Failure::Final(_), _)) => Ok(None),
-            Err((f, attempts)) => Err(self.error("DescribeIndex", f, attempts)),
+            Err((f, attempts)) => Err(self.error(f, attempts)),
         }
     }
 
@@ -688,7 +687,7 @@ impl MilvusWriter {
                 self.upsert(b)
             }
             Ok(_) => Ok(()),
-            Err((f, attempts)) => Err(self.error("Upsert", f, attempts)),
+            Err((f, attempts)) => Err(self.error(f, attempts)),
         }
     }
 
@@ -769,9 +768,7 @@ impl MilvusWriter {
         for _ in 0..5 {
             match self.retried("AlterCollection", 6, alter) {
                 Err((Failure::Final(_), _)) => std::thread::sleep(wait),
-                r => {
-                    return r.map(|_| ()).map_err(|(f, attempts)| self.error("AlterCollection", f, attempts))
-                }
+                r => return r.map(|_| ()).map_err(|(f, attempts)| self.error(f, attempts)),
             }
             wait *= 2;
         }
