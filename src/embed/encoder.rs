@@ -180,11 +180,11 @@ impl Norm {
         fused: bool,
     ) -> candle_core::Result<Tensor> {
         if let (Some((w, b)), Some((y, yb))) = (&self.host, linear.forward_unbiased(x, fused)?) {
-            return super::fused::add_bias_layer_norm(&y, yb, residual, w, b, self.eps);
+            return super::fused::add_bias_layer_norm(y, yb, residual, w, b, self.eps);
         }
         let y = linear.forward(x, fused)?;
         match &self.host {
-            Some((w, b)) if fused => super::fused::add_layer_norm(&y, residual, w, b, self.eps),
+            Some((w, b)) if fused => super::fused::add_layer_norm(y, residual, w, b, self.eps),
             _ => self.forward(&(y + residual)?),
         }
     }
@@ -380,7 +380,7 @@ impl Encoder {
             x = layer.ln1.forward_residual(&layer.out, &ctx, &x, fused)?;
             let up = match self.act {
                 Act::GeluErf => match layer.up.forward_unbiased(&x, fused)? {
-                    Some((y, b)) => super::gelu::gelu_erf_bias(&y, b)?,
+                    Some((y, b)) => super::gelu::gelu_erf_bias(y, b)?,
                     None => super::gelu::gelu_erf(&layer.up.forward(&x, fused)?)?,
                 },
                 Act::GeluTanh => layer.up.forward(&x, fused)?.gelu()?,

@@ -7,7 +7,7 @@
 //! vectorises (for AVX-512 or AVX2 when the CPU has them, `simd_fn!` in [`super::fused`]), over rayon
 //! chunks. Other devices and dtypes use candle's own `gelu_erf`.
 
-use candle_core::{CpuStorage, CustomOp1, Layout, Shape, Tensor};
+use candle_core::{CpuStorage, CustomOp1, InplaceOp1, Layout, Shape, Tensor};
 use rayon::prelude::*;
 
 /// erf(x) for f32, within a few ulp. Plain multiply-adds rather than `mul_add`: without
@@ -60,6 +60,55 @@ struct GeluErf<'a> {
     bias: Option<&'a [f32]>,
 }
 
+impl GeluErf<'_> {
+    /// `o = gelu(src (+ bias))`, or in place when `src` is `None`.
+    fn run(&self, o: &mut [f32], src: Option<&[f32]>, dims: &[usize]) -> candle_core::Result<()> {
+        let chunk = match self.bias {
+            None => 16 * 1024,
+            Some(b) => {
+                let m = b.len();
+                if m == 0 || dims.last() != Some(&m) {
+                    candle_core::bail!("seamcut-gelu-erf: bias of {m} for shape {dims:?}");
+                }
+                (16 * 1024 / m).max(1) * m
+            }
+        };
+        let one = |o: &mut [f32], s: Option<&[f32]>| match (self.bias, s) {
+            (None, Some(s)) => gelu_slice(o, s),
+            (None, None) => gelu_slice_in_place(o),
+            (Some(b), Some(s)) => gelu_bias_rows(o, s, b),
+            (Some(b), None) => gelu_bias_rows_in_place(o, b),
+        };
+        match src {
+            Some(s) => o.par_chunks_mut(chunk).zip(s.par_chunks(chunk)).for_each(|(o, s)| one(o, Some(s))),
+            None => o.par_chunks_mut(chunk).for_each(|o| one(o, None)),
+        }
+        Ok(())
+    }
+}
+
+super::fused::simd_fn! {
+    /// `o[i] = gelu(o[i])`.
+    fn gelu_slice_in_place(o: &mut [f32]) {
+        for o in o.iter_mut() {
+            let x = *o;
+            *o = 0.5 * x * (1.0 + erf(x * std::f32::consts::FRAC_1_SQRT_2));
+        }
+    }
+}
+
+super::fused::simd_fn! {
+    /// `o = gelu(o + b)` row by row, `b` added to every row (rows of `b.len()`).
+    fn gelu_bias_rows_in_place(o: &mut [f32], b: &[f32]) {
+        for o in o.chunks_mut(b.len()) {
+            for (o, &c) in o.iter_mut().zip(b) {
+                let x = *o + c;
+                *o = 0.5 * x * (1.0 + erf(x * std::f32::consts::FRAC_1_SQRT_2));
+            }
+        }
+    }
+}
+
 impl CustomOp1 for GeluErf<'_> {
     fn name(&self) -> &'static str {
         "seamcut-gelu-erf"
@@ -72,21 +121,22 @@ impl CustomOp1 for GeluErf<'_> {
         };
         let src = &data[start..end];
         let mut out = vec![0f32; src.len()];
-        match self.bias {
-            None => out
-                .par_chunks_mut(16 * 1024)
-                .zip(src.par_chunks(16 * 1024))
-                .for_each(|(o, s)| gelu_slice(o, s)),
-            Some(b) => {
-                let m = b.len();
-                if m == 0 || layout.dims().last() != Some(&m) {
-                    candle_core::bail!("seamcut-gelu-erf: bias of {m} for shape {:?}", layout.dims());
-                }
-                let rows = (16 * 1024 / m).max(1) * m;
-                out.par_chunks_mut(rows).zip(src.par_chunks(rows)).for_each(|(o, s)| gelu_bias_rows(o, s, b));
-            }
-        }
+        self.run(&mut out, Some(src), layout.dims())?;
         Ok((CpuStorage::F32(out), layout.shape().clone()))
+    }
+}
+
+impl InplaceOp1 for GeluErf<'_> {
+    fn name(&self) -> &'static str {
+        "seamcut-gelu-erf"
+    }
+
+    fn cpu_fwd(&self, storage: &mut CpuStorage, layout: &Layout) -> candle_core::Result<()> {
+        let CpuStorage::F32(data) = storage else { candle_core::bail!("seamcut-gelu-erf: f32 only") };
+        let Some((start, end)) = layout.contiguous_offsets() else {
+            candle_core::bail!("seamcut-gelu-erf: contiguous input only")
+        };
+        self.run(&mut data[start..end], None, layout.dims())
     }
 }
 
@@ -103,12 +153,14 @@ pub fn gelu_erf(x: &Tensor) -> candle_core::Result<Tensor> {
 }
 
 /// GELU (erf form) of `x + bias`, `bias` added to every row: for the output of
-/// [`super::fused::matmul`], f32 and contiguous on the CPU.
+/// [`super::fused::matmul`], f32 and contiguous on the CPU. Written over `x`'s storage, which
+/// is returned: `x` must be the only tensor that holds it (fresh from the product).
 ///
 /// # Errors
 /// On another device, dtype or layout, or a bias that does not fit the last dimension.
-pub fn gelu_erf_bias(x: &Tensor, bias: &[f32]) -> candle_core::Result<Tensor> {
-    x.apply_op1_no_bwd(&GeluErf { bias: Some(bias) })
+pub fn gelu_erf_bias(x: Tensor, bias: &[f32]) -> candle_core::Result<Tensor> {
+    x.inplace_op1(&GeluErf { bias: Some(bias) })?;
+    Ok(x)
 }
 
 #[cfg(test)]

@@ -106,17 +106,23 @@ pub fn product(x: &[f32], n: usize, w: &Packed, bias: Option<&[f32]>) -> Vec<f32
     if let Some(out) = crate::trivial(x, n, k, m, bias) {
         return out;
     }
-    let mut out = vec![0f32; n * m];
-    out.par_chunks_mut(TASK_ROWS * m).zip(x.par_chunks(TASK_ROWS * k)).for_each(|(o, xs)| {
+    // Not zeroed first: the tiles write every value.
+    let mut out: Vec<f32> = Vec::with_capacity(n * m);
+    let spare = &mut out.spare_capacity_mut()[..n * m];
+    spare.par_chunks_mut(TASK_ROWS * m).zip(x.par_chunks(TASK_ROWS * k)).for_each(|(o, xs)| {
         let rows = xs.len() / k;
         let mut a = vec![0u16; rows * kp];
         // SAFETY: the CPU has AVX-512 BF16 (asserted above); the tiles read `a` within
         // `rows × kp` and `w.data` within `kp × mp`, and write inside `o` (`rows × m`).
         #[cfg(target_arch = "x86_64")]
         unsafe {
-            run(xs, k, &mut a, rows, w, bias, o);
+            run(xs, k, &mut a, rows, w, bias, o.as_mut_ptr().cast());
         }
     });
+    // SAFETY: the tiles wrote every column of every row of each task's chunk (`run` visits
+    // every row and column group, a tile stores every column of its group up to `m`), and the
+    // chunks cover the `n · m` values. (Off x86-64 `available` is false, asserted above.)
+    unsafe { out.set_len(n * m) };
     out
 }
 
@@ -129,7 +135,7 @@ unsafe fn run(
     rows: usize,
     w: &Packed,
     bias: Option<&[f32]>,
-    o: &mut [f32],
+    o: *mut f32,
 ) {
     round_rows(xs, k, w.kp, a);
     for g in 0..w.mp / GROUP {
@@ -153,7 +159,7 @@ unsafe fn tile<const R: usize>(
     g: usize,
     w: &Packed,
     bias: Option<&[f32]>,
-    o: &mut [f32],
+    o: *mut f32,
 ) {
     use std::arch::x86_64::*;
     let (kp, m) = (w.kp, w.m);
@@ -172,21 +178,21 @@ unsafe fn tile<const R: usize>(
             }
         }
     }
+    // Straight from the registers into the output, with the bias.
     let j0 = g * GROUP;
-    let width = (m - j0).min(GROUP);
     for (r, row) in acc.iter().enumerate() {
-        let mut sums = [0f32; GROUP];
-        for (c, v) in row.iter().enumerate() {
-            _mm512_storeu_ps(sums.as_mut_ptr().add(c * COLS), *v);
-        }
-        let dst = &mut o[(r0 + r) * m + j0..][..width];
-        match bias {
-            Some(b) => {
-                for ((d, &s), &b) in dst.iter_mut().zip(&sums).zip(&b[j0..][..width]) {
-                    *d = s + b;
-                }
+        let dst = o.add((r0 + r) * m);
+        for (c, &v) in row.iter().enumerate() {
+            let j = j0 + c * COLS;
+            if j >= m {
+                break;
             }
-            None => dst.copy_from_slice(&sums[..width]),
+            let mask: __mmask16 = if m - j >= COLS { 0xffff } else { (1u16 << (m - j)) - 1 };
+            let v = match bias {
+                Some(bias) => _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, bias.as_ptr().add(j))),
+                None => v,
+            };
+            _mm512_mask_storeu_ps(dst.add(j), mask, v);
         }
     }
 }

@@ -26,8 +26,9 @@
 //! every path gives the same bits on every CPU. The instructions, detected at run time
 //! ([`Isa::best`]):
 //! - AVX-512 VNNI (`vpdpbusd`: Intel Ice Lake and later, AMD Zen 4 and later): u8 × i8 in one
-//!   instruction; activations are shifted to u8 by 128, and the shift's products
-//!   (`128 · Σ w` over the block, per column) are taken off each block's sums.
+//!   instruction; activations are quantized straight to u8 (shifted by 128), and each
+//!   block's sums start at the shift's products taken off (`−128 · Σ w` over the block, per
+//!   column).
 //! - AVX2 (`vpmaddubsw` then `vpmaddwd`): `vpmaddubsw` saturates its i16 pair sums for u8
 //!   inputs over 127, so it takes `|a|` and `b` with `a`'s sign (`vpsignb`): pair sums stay
 //!   within ±2 · 127 · 127, and no shift is needed.
@@ -133,8 +134,8 @@ pub struct Packed {
     /// Per activation block and column (`[kp/KB][mp]`): the scale, `max |w| / 127` over the
     /// block.
     scale: Vec<f32>,
-    /// Per activation block and column (`[kp/KB][mp]`): `128 · Σ w_q` over the block, what
-    /// the u8 shift adds to its sums.
+    /// Per activation block and column (`[kp/KB][mp]`): `−128 · Σ w_q` over the block, what
+    /// the u8 shift adds to its sums taken off: the VNNI kernel starts each block's sums there.
     shift: Vec<i32>,
 }
 
@@ -160,7 +161,7 @@ impl Packed {
         for (r, row) in wt.chunks(m.max(1)).enumerate() {
             for (j, &v) in row.iter().enumerate() {
                 let q = quantize(v, inv[r / KB * mp + j]);
-                shift[r / KB * mp + j] += 128 * i32::from(q);
+                shift[r / KB * mp + j] -= 128 * i32::from(q);
                 data[at(kp, r, j)] = q;
             }
         }
@@ -211,9 +212,10 @@ fn quantize_rows(x: &[f32], k: usize, kp: usize, q: &mut [i8], scales: &mut [f32
     }
 }
 
-/// [`quantize_rows`] with AVX-512's conversions: the saturating `as i8` of the portable loop
-/// compiled to one lane at a time (a sixth of an int8 MiniLM pass). The same values: both
-/// round to nearest even, and |v · inv| ≤ 127.
+/// [`quantize_rows`] with AVX-512's conversions, for the VNNI kernel: the saturating `as i8`
+/// of the portable loop compiled to one lane at a time (a sixth of an int8 MiniLM pass). The
+/// same values (both round to nearest even, and |v · inv| ≤ 127), written shifted by 128 as u8
+/// (the sign bit flipped), which `vpdpbusd` takes.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw")]
 unsafe fn quantize_rows_avx512(x: &[f32], k: usize, kp: usize, q: &mut [i8], scales: &mut [f32]) {
@@ -233,16 +235,18 @@ unsafe fn quantize_rows_avx512(x: &[f32], k: usize, kp: usize, q: &mut [i8], sca
             *s = max / 127.0;
             let inv = if max > 0.0 { 127.0 / max } else { 0.0 };
             if piece.len() < KB {
+                // The padding stays as it is: it meets zero weights.
                 for (d, &v) in d.iter_mut().zip(piece) {
-                    *d = quantize(v, inv);
+                    *d = quantize(v, inv) ^ i8::MIN;
                 }
                 continue;
             }
             let iv = _mm512_set1_ps(inv);
+            let flip = _mm_set1_epi8(i8::MIN);
             for (c, part) in piece.chunks_exact(16).enumerate() {
                 let v = _mm512_mul_ps(_mm512_loadu_ps(part.as_ptr()), iv);
-                let i = _mm512_cvtps_epi32(v);
-                _mm_storeu_si128(d.as_mut_ptr().add(16 * c).cast(), _mm512_cvtsepi32_epi8(i));
+                let i = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(v));
+                _mm_storeu_si128(d.as_mut_ptr().add(16 * c).cast(), _mm_xor_si128(i, flip));
             }
         }
     }
@@ -275,8 +279,10 @@ pub fn product_on(isa: Isa, x: &[f32], n: usize, w: &Packed, bias: Option<&[f32]
     if let Some(out) = crate::trivial(x, n, k, m, bias) {
         return out;
     }
-    let mut out = vec![0f32; n * m];
-    out.par_chunks_mut(TASK_ROWS * m).zip(x.par_chunks(TASK_ROWS * k)).for_each(|(o, xs)| {
+    // Not zeroed first: the kernels write every value (zeroing was 5% of an int8 MiniLM pass).
+    let mut out: Vec<f32> = Vec::with_capacity(n * m);
+    let spare = &mut out.spare_capacity_mut()[..n * m];
+    spare.par_chunks_mut(TASK_ROWS * m).zip(x.par_chunks(TASK_ROWS * k)).for_each(|(o, xs)| {
         let rows = xs.len() / k;
         let mut q = vec![0i8; rows * kp];
         let mut sx = vec![0f32; rows * (kp / KB)];
@@ -300,8 +306,15 @@ pub fn product_on(isa: Isa, x: &[f32], n: usize, w: &Packed, bias: Option<&[f32]
             _ => block.run_generic(o),
         }
     });
+    // SAFETY: each task's kernel wrote every column of each of its rows (`tiles` covers every
+    // row and column group, `finish` and the VNNI stores every column of a group up to `m`),
+    // and the tasks' chunks cover the `n · m` values.
+    unsafe { out.set_len(n * m) };
     out
 }
+
+/// A task's rows of the output, written once each by the kernels.
+type Out = [std::mem::MaybeUninit<f32>];
 
 /// One task's rows: their int8 values and scales, and the weight.
 struct Block<'a> {
@@ -327,7 +340,7 @@ impl Block<'_> {
 
     /// One row's f32 sums for the 64 columns of group `g` into outputs, with the bias.
     #[inline(always)]
-    fn finish(&self, out: &mut [f32], acc: &[f32; GROUP], row: usize, g: usize) {
+    fn finish(&self, out: &mut Out, acc: &[f32; GROUP], row: usize, g: usize) {
         let m = self.w.m;
         let j0 = g * GROUP;
         let width = (m - j0).min(GROUP);
@@ -335,15 +348,19 @@ impl Block<'_> {
         match self.bias {
             Some(b) => {
                 for ((d, &a), &b) in dst.iter_mut().zip(&acc[..width]).zip(&b[j0..][..width]) {
-                    *d = a + b;
+                    d.write(a + b);
                 }
             }
-            None => dst.copy_from_slice(&acc[..width]),
+            None => {
+                for (d, &a) in dst.iter_mut().zip(&acc[..width]) {
+                    d.write(a);
+                }
+            }
         }
     }
 
     /// The reference path: plain loops over the same layout.
-    fn run_generic(&self, out: &mut [f32]) {
+    fn run_generic(&self, out: &mut Out) {
         let (kp, nb, mp) = (self.w.kp, self.blocks(), self.w.mp);
         for (r0, nr, g) in self.tiles() {
             for r in r0..r0 + nr {
@@ -368,7 +385,7 @@ impl Block<'_> {
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni,fma")]
-    unsafe fn run_vnni(&self, out: &mut [f32]) {
+    unsafe fn run_vnni(&self, out: &mut Out) {
         for (r0, nr, g) in self.tiles() {
             match nr {
                 4 => self.tile_vnni::<4>(out, r0, g),
@@ -380,53 +397,64 @@ impl Block<'_> {
     }
 
     /// `R` rows × the 64 columns of group `g`: 4·R accumulators of 16 i32 within a block,
-    /// 4·R of 16 f32 across blocks.
+    /// 4·R of 16 f32 across blocks. The activations come already shifted to u8 (see
+    /// [`quantize_rows_avx512`]), and each block's sums start at the shift's `−128 · Σ w`, so
+    /// the inner loop is one broadcast per row and one `vpdpbusd` per accumulator.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni,fma")]
-    unsafe fn tile_vnni<const R: usize>(&self, out: &mut [f32], r0: usize, g: usize) {
+    unsafe fn tile_vnni<const R: usize>(&self, out: &mut Out, r0: usize, g: usize) {
         use std::arch::x86_64::*;
         let (kp, nb, mp) = (self.w.kp, self.blocks(), self.w.mp);
         let steps = kp / 4;
         let b = self.w.data.as_ptr().add(g * 4 * steps * BLOCK);
         let a = self.q.as_ptr().add(r0 * kp);
-        let flip = _mm512_set1_epi32(0x8080_8080_u32 as i32);
         let mut accf = [[_mm512_setzero_ps(); 4]; R];
         for blk in 0..nb {
-            let mut acc = [[_mm512_setzero_si512(); 4]; R];
+            let shift = self.w.shift.as_ptr().add(blk * mp + g * GROUP);
+            let shifts = [0, 1, 2, 3].map(|c| _mm512_loadu_si512(shift.add(c * COLS).cast()));
+            let mut acc = [shifts; R];
             for s in blk * STEPS..(blk + 1) * STEPS {
                 let bs = [0, 1, 2, 3].map(|c| _mm512_loadu_si512(b.add((c * steps + s) * BLOCK).cast()));
                 for (r, row) in acc.iter_mut().enumerate() {
-                    let q = a.add(r * kp + 4 * s).cast::<i32>().read_unaligned();
-                    let av = _mm512_xor_si512(_mm512_set1_epi32(q), flip);
+                    let av = _mm512_set1_epi32(a.add(r * kp + 4 * s).cast::<i32>().read_unaligned());
                     for (c, v) in row.iter_mut().enumerate() {
                         *v = _mm512_dpbusd_epi32(*v, av, bs[c]);
                     }
                 }
             }
-            let shift = self.w.shift.as_ptr().add(blk * mp + g * GROUP);
-            let shifts = [0, 1, 2, 3].map(|c| _mm512_loadu_si512(shift.add(c * COLS).cast()));
             let scale = self.w.scale.as_ptr().add(blk * mp + g * GROUP);
             let scales = [0, 1, 2, 3].map(|c| _mm512_loadu_ps(scale.add(c * COLS)));
             for (r, (row, f)) in acc.iter().zip(accf.iter_mut()).enumerate() {
                 let sx = _mm512_set1_ps(*self.sx.get_unchecked((r0 + r) * nb + blk));
                 for c in 0..4 {
-                    let v = _mm512_cvtepi32_ps(_mm512_sub_epi32(row[c], shifts[c]));
-                    f[c] = _mm512_fmadd_ps(v, _mm512_mul_ps(sx, scales[c]), f[c]);
+                    f[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(row[c]), _mm512_mul_ps(sx, scales[c]), f[c]);
                 }
             }
         }
+        // Straight from the registers into the output, with the bias (a copy through a row
+        // buffer was a tenth of this kernel's time on MiniLM's shapes).
+        let m = self.w.m;
+        let j0 = g * GROUP;
         for (r, row) in accf.iter().enumerate() {
-            let mut sums = [0f32; GROUP];
-            for (c, v) in row.iter().enumerate() {
-                _mm512_storeu_ps(sums.as_mut_ptr().add(c * COLS), *v);
+            let dst = out.as_mut_ptr().cast::<f32>().add((r0 + r) * m);
+            for (c, &v) in row.iter().enumerate() {
+                let j = j0 + c * COLS;
+                if j >= m {
+                    break;
+                }
+                let mask: __mmask16 = if m - j >= COLS { 0xffff } else { (1u16 << (m - j)) - 1 };
+                let v = match self.bias {
+                    Some(bias) => _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, bias.as_ptr().add(j))),
+                    None => v,
+                };
+                _mm512_mask_storeu_ps(dst.add(j), mask, v);
             }
-            self.finish(out, &sums, r0 + r, g);
         }
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
-    unsafe fn run_avx2(&self, out: &mut [f32]) {
+    unsafe fn run_avx2(&self, out: &mut Out) {
         for (r0, nr, g) in self.tiles() {
             match nr {
                 4 => self.tile_avx2::<4>(out, r0, g),
@@ -441,7 +469,7 @@ impl Block<'_> {
     /// accumulators of 8 i32: AVX2 has 16 registers).
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
-    unsafe fn tile_avx2<const R: usize>(&self, out: &mut [f32], r0: usize, g: usize) {
+    unsafe fn tile_avx2<const R: usize>(&self, out: &mut Out, r0: usize, g: usize) {
         use std::arch::x86_64::*;
         let (kp, nb, mp) = (self.w.kp, self.blocks(), self.w.mp);
         let steps = kp / 4;
