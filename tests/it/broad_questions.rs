@@ -1,7 +1,8 @@
 //! The broad retrieval benchmark (benches/broad/) holds up: its fetch script builds every
 //! text from pinned packages, every question's `must_contain` occurs exactly once in its
 //! text and lies inside its byte `evidence` spans (benches/broad/check.py), and there are at
-//! least 300 questions over at least five kinds of text, with a held-out split by document.
+//! least 1,500 questions over at least 16 texts of at least 8 kinds, with a third of the texts
+//! held out by document and every kind in both splits (issue 41).
 
 use std::process::Command;
 
@@ -11,21 +12,26 @@ fn the_broad_benchmark_fetches_and_every_question_checks() {
         serde_json::from_str(&std::fs::read_to_string("benches/broad/manifest.json").unwrap()).unwrap();
     let texts = manifest["texts"].as_array().unwrap();
     let kinds: std::collections::BTreeSet<&str> = texts.iter().map(|t| t["kind"].as_str().unwrap()).collect();
-    assert!(kinds.len() >= 5, "{kinds:?}");
+    assert!(kinds.len() >= 8 && texts.len() >= 16, "{} texts of {kinds:?}", texts.len());
     let mut questions = 0;
-    let mut heldout = 0;
+    let mut splits = std::collections::BTreeSet::new();
     for t in texts {
         let name = t["name"].as_str().unwrap();
         let n =
             std::fs::read_to_string(format!("benches/broad/questions/{name}.jsonl")).unwrap().lines().count();
         questions += n;
-        if t["split"] == "heldout" {
-            heldout += n;
-        }
+        splits.insert((t["kind"].as_str().unwrap(), t["split"].as_str().unwrap()));
         assert!(std::path::Path::new(&format!("benches/broad/texts/{name}.sh")).is_file(), "{name}");
     }
-    assert!(questions >= 300, "{questions} questions");
-    assert!(heldout * 8 >= questions && heldout * 3 <= questions, "held out {heldout} of {questions}");
+    assert!(questions >= 1500, "{questions} questions");
+    let heldout = texts.iter().filter(|t| t["split"] == "heldout").count();
+    assert_eq!(heldout * 3, texts.len(), "a third of the texts held out: {heldout} of {}", texts.len());
+    for kind in &kinds {
+        assert!(
+            splits.contains(&(kind, "dev")) && splits.contains(&(kind, "heldout")),
+            "{kind} in both splits"
+        );
+    }
 
     let dir = tempfile::tempdir().unwrap();
     let out = Command::new("benches/broad/fetch.sh").arg(dir.path()).output().unwrap();
