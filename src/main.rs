@@ -396,6 +396,10 @@ struct SpecArgs {
     /// measured default). [default: auto]
     #[arg(long)]
     late_stride: Option<seamcut::spec::LateTokens>,
+    /// Where late windows go: `grid` (every --late-stride tokens) or `centred` (each chunk, or
+    /// a run of small ones, in the middle of its window). [default: grid]
+    #[arg(long, value_enum)]
+    late_placement: Option<seamcut::spec::LatePlacement>,
     /// A document whose model pass (an embedding model's, or an LLM's requests) fails:
     /// `auto` chunks it by sentence packing (counted and listed), except that an LLM server
     /// that cannot be reached at all stops the run; `sentence` always falls back; `fail`
@@ -509,6 +513,7 @@ macro_rules! spec_flags {
             device => device, dtype => dtype, units => units,
             min_characters_per_sentence => min_characters_per_sentence, window => window,
             unit_vectors => unit_vectors, late_window => late_window, late_stride => late_stride,
+            late_placement => late_placement,
             on_model_error => on_model_error, hard_thr => maxmin.hard_thr, c => maxmin.c,
             init_const => maxmin.init_const, threshold => minima.threshold,
             similarity_window => minima.similarity_window, min_sentences => minima.min_sentences,

@@ -101,6 +101,9 @@ pub struct ChunkerSpec {
     /// Tokens from one late window's start to the next: `auto` (half the window, or the
     /// model's measured default) or a number (1 to the window).
     pub late_stride: LateTokens,
+    /// Where the late pass's windows are placed: `grid` (every `late_stride` tokens) or
+    /// `centred` (around each span: the chunk, or a run of units, in the middle).
+    pub late_placement: LatePlacement,
     pub maxmin: MaxMinSpec,
     pub minima: MinimaSpec,
     pub breakpoint: BreakpointSpec,
@@ -135,6 +138,7 @@ impl Default for ChunkerSpec {
             unit_vectors: UnitVectors::default(),
             late_window: LateTokens::Auto,
             late_stride: LateTokens::Auto,
+            late_placement: LatePlacement::default(),
             maxmin: MaxMinSpec::default(),
             minima: MinimaSpec::default(),
             breakpoint: BreakpointSpec::default(),
@@ -172,6 +176,29 @@ pub enum UnitVectors {
     /// Each unit pooled from the token states of its document's late pass: one encoder pass
     /// gives the rules' unit vectors and the index's chunk vectors.
     Late,
+}
+
+/// Where the late pass's windows go ([`crate::embed::late::Placement`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+#[serde(rename_all = "kebab-case")]
+pub enum LatePlacement {
+    /// Windows every `late_stride` tokens from the document's start; each token pooled from
+    /// the window where it sits most centrally.
+    #[default]
+    Grid,
+    /// Windows placed around the spans pooled: each chunk (or a run of small ones together)
+    /// in the middle of its window, context on both sides where the document has it.
+    Centred,
+}
+
+impl From<LatePlacement> for crate::embed::late::Placement {
+    fn from(p: LatePlacement) -> Self {
+        match p {
+            LatePlacement::Grid => Self::Grid,
+            LatePlacement::Centred => Self::Centred,
+        }
+    }
 }
 
 /// A late window or stride: `auto`, or a number of tokens.
@@ -874,6 +901,7 @@ impl ChunkerSpec {
         if let LateTokens::Fixed(s) = self.late_stride {
             o.stride = s;
         }
+        o.placement = self.late_placement.into();
         o.validate(model.embedder.as_ref())?;
         Ok(o)
     }
@@ -896,7 +924,9 @@ impl ChunkerSpec {
             "units" | "min_characters_per_sentence" => embedding,
             "window" => matches!(k, K::Minima | K::Breakpoint),
             "unit_vectors" => embedding,
-            "late_window" | "late_stride" => embeds || (embedding && self.unit_vectors == UnitVectors::Late),
+            "late_window" | "late_stride" | "late_placement" => {
+                embeds || (embedding && self.unit_vectors == UnitVectors::Late)
+            }
             "maxmin" => k == K::Maxmin,
             "minima" => k == K::Minima,
             "breakpoint" => k == K::Breakpoint,

@@ -71,6 +71,24 @@ pub struct LateOptions {
     pub stride: usize,
     /// Padded tokens per batch (sequences × longest sequence), as [`super::EmbedOptions`].
     pub batch_tokens: usize,
+    /// Where windows are placed: on a fixed grid, or around each span.
+    pub placement: Placement,
+}
+
+/// Where the late pass's windows are placed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Placement {
+    /// Windows `stride` tokens apart from the document's start; each token pooled from the
+    /// window where it sits most centrally ([`central_windows`]). A span near a window's edge
+    /// may get context from one side only.
+    #[default]
+    Grid,
+    /// Windows placed around the spans ([`centred_windows`]): consecutive spans that fit in
+    /// half a window together share one window centred on them, so each has at least a
+    /// quarter window of context on each side where the document has it; a span longer than
+    /// half the window gets a window centred on itself; one longer than the window keeps the
+    /// grid.
+    Centred,
 }
 
 impl LateOptions {
@@ -92,7 +110,19 @@ impl LateOptions {
                 (w, w.div_ceil(2))
             }
         });
-        Self { window, stride, batch_tokens: super::EmbedOptions::default().batch_tokens }
+        Self {
+            window,
+            stride,
+            batch_tokens: super::EmbedOptions::default().batch_tokens,
+            placement: Placement::default(),
+        }
+    }
+
+    /// This, with windows placed as `placement` says.
+    #[must_use]
+    pub fn with_placement(mut self, placement: Placement) -> Self {
+        self.placement = placement;
+        self
     }
 
     /// This, with `window` content tokens per window.
@@ -287,6 +317,84 @@ pub fn central_windows(n: usize, starts: &[usize], window: usize, stride: usize)
         .collect()
 }
 
+/// Windows placed around spans ([`Placement::Centred`]) over `n` content tokens, `span_of[p]`
+/// being the span that pools token `p`: the windows' starts (ascending, distinct) and, for
+/// each token, the index of the window it is pooled from (tokens in no span: 0, never read).
+///
+/// Spans are taken in order and grouped while a group's tokens stay within half a window;
+/// each group gets the window centred on it, moved inside the document where the document is
+/// shorter on one side (and the whole document when it is shorter than a window). A span of
+/// more than half a window is a group of its own; a span longer than the window keeps the
+/// grid ([`window_starts`] every `stride`, [`central_windows`]). Groups of half a window make
+/// about as many windows as a grid of stride half a window, so the device sees about as many
+/// tokens; smaller spans that do not fill a group together cost more (benches/RESULTS.md).
+#[must_use]
+pub fn centred_windows(
+    n: usize,
+    span_of: &[Option<usize>],
+    window: usize,
+    stride: usize,
+) -> (Vec<usize>, Vec<usize>) {
+    let window = window.max(1);
+    let half = (window / 2).max(1);
+    let last_start = n.saturating_sub(window);
+    // (span, first token, end) for each span that pools tokens; a span's tokens are consecutive.
+    let mut ranges: Vec<(usize, usize, usize)> = Vec::new();
+    for (p, s) in span_of.iter().enumerate().take(n) {
+        let Some(s) = *s else { continue };
+        match ranges.last_mut() {
+            Some(r) if r.0 == s => r.2 = p + 1,
+            _ => ranges.push((s, p, p + 1)),
+        }
+    }
+    let mut starts = std::collections::BTreeMap::<usize, usize>::new();
+    let mut assign: Vec<(usize, usize, usize)> = Vec::new(); // (first token, end, window start)
+    let mut grid: Option<(Vec<usize>, Vec<usize>)> = None;
+    let mut group: Option<(usize, usize)> = None;
+    let centred = |a: usize, b: usize| ((a + b).saturating_sub(window) / 2).min(last_start);
+    let flush = |group: &mut Option<(usize, usize)>, assign: &mut Vec<(usize, usize, usize)>| {
+        if let Some((a, b)) = group.take() {
+            assign.push((a, b, centred(a, b)));
+        }
+    };
+    for &(_, a, b) in &ranges {
+        if b - a > window {
+            flush(&mut group, &mut assign);
+            let (gs, owner) = grid.get_or_insert_with(|| {
+                let gs = window_starts(n, window, stride);
+                let owner = central_windows(n, &gs, window, stride);
+                (gs, owner)
+            });
+            for p in a..b {
+                assign.push((p, p + 1, gs[owner[p]]));
+            }
+        } else if b - a > half {
+            flush(&mut group, &mut assign);
+            assign.push((a, b, centred(a, b)));
+        } else {
+            match group {
+                Some((g0, _)) if b - g0 <= half => group = Some((g0, b)),
+                _ => {
+                    flush(&mut group, &mut assign);
+                    group = Some((a, b));
+                }
+            }
+        }
+    }
+    flush(&mut group, &mut assign);
+    for &(_, _, w) in &assign {
+        starts.insert(w, 0);
+    }
+    for (i, v) in starts.values_mut().enumerate() {
+        *v = i;
+    }
+    let mut owner = vec![0; n];
+    for (a, b, w) in assign {
+        owner[a..b].fill(starts[&w]);
+    }
+    (starts.into_keys().collect(), owner)
+}
+
 fn plan_doc(model: &dyn Embedder, doc: &LateDoc<'_>, opts: &LateOptions) -> DocPlan {
     let (pre, post) = model.special_ids();
     let (ids, starts) = model.content_ids_with_starts(doc.text);
@@ -307,9 +415,15 @@ fn plan_doc(model: &dyn Embedder, doc: &LateDoc<'_>, opts: &LateOptions) -> DocP
         }
         span_of.push((j < doc.spans.len() && doc.spans[j].start <= s).then_some(j));
     }
-    let wins = window_starts(n, opts.window, opts.stride);
+    let (wins, owner) = match opts.placement {
+        Placement::Grid => {
+            let wins = window_starts(n, opts.window, opts.stride);
+            let owner = central_windows(n, &wins, opts.window, opts.stride);
+            (wins, owner)
+        }
+        Placement::Centred => centred_windows(n, &span_of, opts.window, opts.stride),
+    };
     plan.windows = wins.len();
-    let owner = central_windows(n, &wins, opts.window, opts.stride);
     // Runs: consecutive tokens of one span that one window gives, in document order.
     let mut local_runs: Vec<Vec<Run>> = vec![Vec::new(); wins.len()];
     let mut last: Option<(usize, usize, u32)> = None; // (window, span, position after the run)
@@ -619,6 +733,70 @@ mod tests {
         assert_eq!(window_starts(10, 4, 4), vec![0, 4, 8]);
         assert_eq!(window_starts(10, 4, 3), vec![0, 3, 6]);
         assert_eq!(window_starts(7, 1, 1), (0..7).collect::<Vec<_>>());
+    }
+
+    /// Centred windows: every pooled token comes from a window that holds it; the tokens of
+    /// a span up to the window's length all come from one window; a span of at most half a
+    /// window has at least a quarter window of context on each side, or all the document has
+    /// on that side; a longer span keeps the grid; a document within one window is one window.
+    #[test]
+    fn centred_windows_hold_each_span_in_the_middle() {
+        // Spans of the given token lengths laid end to end, with a gap of one token (no span)
+        // after every third span.
+        let layout = |lens: &[usize]| {
+            let mut span_of = Vec::new();
+            for (i, &l) in lens.iter().enumerate() {
+                span_of.extend(std::iter::repeat_n(Some(i), l));
+                if i % 3 == 2 {
+                    span_of.push(None);
+                }
+            }
+            span_of
+        };
+        let cases: [&[usize]; 6] = [
+            &[5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5],
+            &[30, 2, 2, 40, 7, 80, 3, 3, 3, 60, 1, 200, 4, 4],
+            &[1],
+            &[10, 20],
+            &[64, 64, 64, 64, 64],
+            &[33, 31, 17, 90, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 129, 2],
+        ];
+        for lens in cases {
+            let span_of = layout(lens);
+            let n = span_of.len();
+            for (w, stride) in [(64usize, 32usize), (16, 8), (128, 64), (10, 10)] {
+                let (starts, owner) = centred_windows(n, &span_of, w, stride);
+                assert!(starts.windows(2).all(|x| x[0] < x[1]), "{starts:?}");
+                let len = |k: usize| w.min(n - starts[k]);
+                for (sp, &l) in lens.iter().enumerate() {
+                    let toks: Vec<usize> = (0..n).filter(|&p| span_of[p] == Some(sp)).collect();
+                    assert_eq!(toks.len(), l);
+                    for &p in &toks {
+                        let k = owner[p];
+                        assert!(starts[k] <= p && p < starts[k] + len(k), "n {n} w {w}: token {p}");
+                    }
+                    if l > w {
+                        // The grid: its windows and owners.
+                        let gs = window_starts(n, w, stride);
+                        let go = central_windows(n, &gs, w, stride);
+                        assert!(toks.iter().all(|&p| starts[owner[p]] == gs[go[p]]));
+                        continue;
+                    }
+                    let k = owner[toks[0]];
+                    assert!(toks.iter().all(|&p| owner[p] == k), "span {sp} from one window");
+                    if l <= w / 2 {
+                        let (a, b) = (starts[k], starts[k] + len(k));
+                        let (t0, t1) = (toks[0], toks[l - 1] + 1);
+                        let q = w / 4;
+                        assert!(t0 - a >= q.min(t0), "w {w}, span {sp} at {t0}..{t1}: window {a}..{b}");
+                        assert!(b - t1 >= q.min(n - t1), "w {w}, span {sp} at {t0}..{t1}: window {a}..{b}");
+                    }
+                }
+                if n <= w {
+                    assert_eq!(starts, vec![0]);
+                }
+            }
+        }
     }
 
     #[test]

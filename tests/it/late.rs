@@ -1,7 +1,8 @@
 //! The late pass (`seamcut::embed::late`): parity with a reference late pooling written in
 //! Python on sentence-transformers' token embeddings (`tests/fixtures/make_late_fixtures.py`,
 //! fixtures `tests/fixtures/late*.{json,npy}`), for all-MiniLM-L6-v2, all-mpnet-base-v2 (where
-//! `models/fetch-mpnet.sh` has fetched it) and the tiny MPNet and XLM-R layouts; determinism
+//! `models/fetch-mpnet.sh` has fetched it) and the tiny MPNet and XLM-R layouts, and for windows
+//! centred on the spans (`tests/fixtures/make_late_centred_fixtures.py`); determinism
 //! across batch budgets, thread counts and batch company; the static model; a CLS-pooled model;
 //! the options' and spans' errors.
 //!
@@ -183,6 +184,68 @@ fn mpnet_matches_the_reference_late_pooling() {
 fn xlm_roberta_layout_matches_the_reference_late_pooling() {
     let tiny = load_dir(&root().join("tests/fixtures/tiny-xlmr"), &Compute::cpu()).unwrap();
     check_model(tiny.as_ref(), "tiny_xlmr");
+}
+
+/// Windows centred on the spans (`Placement::Centred`) against the reference pooling written
+/// from the rule in Python (`tests/fixtures/make_late_centred_fixtures.py`, all-MiniLM-L6-v2):
+/// every document's units, then its chunks, each from their own pass, in three window sizes
+/// (the default 254, and small windows where spans are grouped, own a window or fall back to
+/// the grid); the windows run and the tokens pooled per span exactly, the vectors within
+/// float rounding.
+#[test]
+fn centred_windows_match_the_reference_late_pooling() {
+    let model = minilm();
+    let (docs, _) = fixture();
+    let meta: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("tests/fixtures/late_centred.json")).unwrap(),
+    )
+    .unwrap();
+    let (want, rows, cols) =
+        seamcut::npy::read_f32(&root().join("tests/fixtures/late_centred_minilm.npy")).unwrap();
+    assert_eq!(cols, model.dim());
+    let mut row = 0;
+    let mut worst = 0f64;
+    let mut grouped = false;
+    for (c, cfg) in meta["configs"].as_array().unwrap().iter().enumerate() {
+        let (window, stride) = (cfg[0].as_u64().unwrap() as usize, cfg[1].as_u64().unwrap() as usize);
+        let opts = LateOptions::for_model(model.as_ref())
+            .with_window(window)
+            .with_stride(stride)
+            .with_placement(late::Placement::Centred);
+        for (d, doc) in docs.iter().enumerate() {
+            for (k, spans) in [doc.units.clone(), doc.chunk_spans()].into_iter().enumerate() {
+                let at = 2 * d + k;
+                let ld = [LateDoc { text: &doc.text, spans: &spans }];
+                let prepared = late::prepare(model.as_ref(), &ld, opts).unwrap();
+                let what = format!("{window}/{stride} {} {}", doc.name, ["units", "chunks"][k]);
+                assert_eq!(
+                    prepared.windows() as u64,
+                    meta["windows"][c][at].as_u64().unwrap(),
+                    "{what}: windows"
+                );
+                let want_counts: Vec<u32> = meta["counts"][c][at]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.as_u64().unwrap() as u32)
+                    .collect();
+                assert_eq!(prepared.counts(), &want_counts[..], "{what}: tokens per span");
+                // Fewer windows than spans with tokens: spans grouped into a shared window.
+                grouped |= prepared.windows() > 1
+                    && prepared.windows() < want_counts.iter().filter(|&&x| x > 0).count();
+                let (vectors, _) = late::run(model.as_ref(), &prepared).unwrap();
+                for i in 0..spans.len() {
+                    let dist = distance(&vectors.aggregate(i..i + 1), &want[row * cols..(row + 1) * cols]);
+                    worst = worst.max(dist);
+                    assert!(dist <= 1e-4, "{what} span {i}: 1 - cos = {dist}");
+                    row += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(row, rows, "every reference row compared");
+    assert!(grouped, "the fixture groups spans into shared windows");
+    eprintln!("late centred: worst 1 - cos {worst:.2e} over {rows} vectors");
 }
 
 /// Largest absolute difference between two passes' span sums, scaled by the sums' size.
