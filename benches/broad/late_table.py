@@ -5,6 +5,8 @@ chunks each embedded on its own, what indexers do today) with a 95% paired boots
 
     python3 benches/broad/late_table.py OUT.jsonl [BASE_ROW]
 
+A row run with LATE flags (late.sh's environment) is its own row, labelled with them.
+
 Standard library only.
 """
 import json
@@ -33,6 +35,8 @@ def main():
         label = x["row"]
         if x["row"] == "maxmin-late" and r["chunker"] != "maxmin":
             label = f"rec-late (size-matched to maxmin, cap {r['cap']})"
+        if x.get("late"):
+            label += f" `{x['late']}`"
         key = (x["retriever"], x["cap"], x["split"])
         row = groups.setdefault(key, {}).setdefault(label, {"parts": []})
         row["parts"].append((x["texts"], r))
