@@ -32,6 +32,10 @@
 //! - AVX2 (`vpmaddubsw` then `vpmaddwd`): `vpmaddubsw` saturates its i16 pair sums for u8
 //!   inputs over 127, so it takes `|a|` and `b` with `a`'s sign (`vpsignb`): pair sums stay
 //!   within ±2 · 127 · 127, and no shift is needed.
+//! - AVX-VNNI (`vpdpbusd` on 256-bit registers, VEX-encoded: Intel Alder Lake and Sierra
+//!   Forest and later, AMD Zen 5; CPUs without AVX-512 among them): the AVX-512 VNNI
+//!   kernel's scheme (u8-shifted activations, sums starting at the shift's products taken
+//!   off) in the AVX2 kernel's shape.
 //! - Elsewhere plain loops, which give the same result.
 //!
 //! Layout: the weight `[k, m]` is held as `[m/16][k/4][16][4]` bytes (16 columns × 4 rows
@@ -47,12 +51,13 @@ use crate::round_up;
 pub enum Isa {
     Generic,
     Avx2,
+    AvxVnni,
     Avx512Vnni,
 }
 
 impl Isa {
     /// The best this CPU has (checked once), or the one `SEAMCUT_INT8_ISA` names (`generic`,
-    /// `avx2`, `avx512-vnni`), to measure or check a slower path on a CPU that has a faster
+    /// `avx2`, `avx-vnni`, `avx512-vnni`), to measure or check a slower path on a CPU that has a faster
     /// one; a name this CPU cannot run is said on stderr and the best is used.
     #[must_use]
     pub fn best() -> Self {
@@ -88,6 +93,9 @@ impl Isa {
             {
                 if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
                     v.push(Self::Avx2);
+                    if std::arch::is_x86_feature_detected!("avxvnni") {
+                        v.push(Self::AvxVnni);
+                    }
                 }
                 if std::arch::is_x86_feature_detected!("avx512vnni")
                     && std::arch::is_x86_feature_detected!("avx512bw")
@@ -106,6 +114,7 @@ impl Isa {
         match self {
             Self::Generic => "generic",
             Self::Avx2 => "avx2",
+            Self::AvxVnni => "avx-vnni",
             Self::Avx512Vnni => "avx512-vnni",
         }
     }
@@ -252,6 +261,18 @@ unsafe fn quantize_rows_avx512(x: &[f32], k: usize, kp: usize, q: &mut [i8], sca
     }
 }
 
+/// [`quantize_rows`] shifted to u8 as [`quantize_rows_avx512`] writes them (the sign bit of
+/// each real value flipped; the padding stays zero, and meets zero weights), for the AVX-VNNI
+/// kernel.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn quantize_rows_avx2_shifted(x: &[f32], k: usize, kp: usize, q: &mut [i8], scales: &mut [f32]) {
+    quantize_rows(x, k, kp, q, scales);
+    for row in q.chunks_mut(kp) {
+        row[..k].iter_mut().for_each(|v| *v ^= i8::MIN);
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn quantize_rows_avx2(x: &[f32], k: usize, kp: usize, q: &mut [i8], scales: &mut [f32]) {
@@ -287,20 +308,24 @@ pub fn product_on(isa: Isa, x: &[f32], n: usize, w: &Packed, bias: Option<&[f32]
         let mut q = vec![0i8; rows * kp];
         let mut sx = vec![0f32; rows * (kp / KB)];
         match isa {
-            // SAFETY (both): the CPU has the features (asserted above).
+            // SAFETY (all): the CPU has the features (asserted above).
             #[cfg(target_arch = "x86_64")]
             Isa::Avx512Vnni => unsafe { quantize_rows_avx512(xs, k, kp, &mut q, &mut sx) },
+            #[cfg(target_arch = "x86_64")]
+            Isa::AvxVnni => unsafe { quantize_rows_avx2_shifted(xs, k, kp, &mut q, &mut sx) },
             #[cfg(target_arch = "x86_64")]
             Isa::Avx2 => unsafe { quantize_rows_avx2(xs, k, kp, &mut q, &mut sx) },
             _ => quantize_rows(xs, k, kp, &mut q, &mut sx),
         }
         let block = Block { q: &q, sx: &sx, rows, w, bias };
         match isa {
-            // SAFETY (both): as above. The kernels read `q` within this task's `rows × kp`,
+            // SAFETY (all): as above. The kernels read `q` within this task's `rows × kp`,
             // `sx` within `rows × kp/KB`, `w.data` within its `kp × mp` and `w.shift`
             // within its `kp/KB × mp`; `finish` writes inside `o` (`rows × m`).
             #[cfg(target_arch = "x86_64")]
             Isa::Avx512Vnni => unsafe { block.run_vnni(o) },
+            #[cfg(target_arch = "x86_64")]
+            Isa::AvxVnni => unsafe { block.run_avx_vnni(o) },
             #[cfg(target_arch = "x86_64")]
             Isa::Avx2 => unsafe { block.run_avx2(o) },
             _ => block.run_generic(o),
@@ -492,6 +517,64 @@ impl Block<'_> {
                         let p1 = _mm256_maddubs_epi16(abs, _mm256_sign_epi8(b1, av));
                         row[0] = _mm256_add_epi32(row[0], _mm256_madd_epi16(p0, ones));
                         row[1] = _mm256_add_epi32(row[1], _mm256_madd_epi16(p1, ones));
+                    }
+                }
+                let scale = self.w.scale.as_ptr().add(blk * mp + (g * 4 + c) * COLS);
+                let (s0, s1) = (_mm256_loadu_ps(scale), _mm256_loadu_ps(scale.add(8)));
+                for (r, (row, f)) in acc.iter().zip(accf.iter_mut()).enumerate() {
+                    let sx = _mm256_set1_ps(*self.sx.get_unchecked((r0 + r) * nb + blk));
+                    f[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(row[0]), _mm256_mul_ps(sx, s0), f[0]);
+                    f[1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(row[1]), _mm256_mul_ps(sx, s1), f[1]);
+                }
+            }
+            for (r, f) in accf.iter().enumerate() {
+                _mm256_storeu_ps(sums[r].as_mut_ptr().add(c * COLS), f[0]);
+                _mm256_storeu_ps(sums[r].as_mut_ptr().add(c * COLS + 8), f[1]);
+            }
+        }
+        for (r, s) in sums.iter().enumerate() {
+            self.finish(out, s, r0 + r, g);
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma,avxvnni")]
+    unsafe fn run_avx_vnni(&self, out: &mut Out) {
+        for (r0, nr, g) in self.tiles() {
+            match nr {
+                4 => self.tile_avx_vnni::<4>(out, r0, g),
+                3 => self.tile_avx_vnni::<3>(out, r0, g),
+                2 => self.tile_avx_vnni::<2>(out, r0, g),
+                _ => self.tile_avx_vnni::<1>(out, r0, g),
+            }
+        }
+    }
+
+    /// [`Self::tile_avx2`]'s shape with [`Self::tile_vnni`]'s arithmetic: `R` rows × the 64
+    /// columns of group `g`, a block of 16 columns at a time, each block's sums starting at
+    /// the shift's `−128 · Σ w`, one broadcast per row and one `vpdpbusd` per accumulator.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma,avxvnni")]
+    unsafe fn tile_avx_vnni<const R: usize>(&self, out: &mut Out, r0: usize, g: usize) {
+        use std::arch::x86_64::*;
+        let (kp, nb, mp) = (self.w.kp, self.blocks(), self.w.mp);
+        let steps = kp / 4;
+        let a = self.q.as_ptr().add(r0 * kp);
+        let mut sums = [[0f32; GROUP]; R];
+        for c in 0..4 {
+            let b = self.w.data.as_ptr().add((g * 4 + c) * steps * BLOCK);
+            let mut accf = [[_mm256_setzero_ps(); 2]; R];
+            for blk in 0..nb {
+                let shift = self.w.shift.as_ptr().add(blk * mp + (g * 4 + c) * COLS);
+                let shifts = [_mm256_loadu_si256(shift.cast()), _mm256_loadu_si256(shift.add(8).cast())];
+                let mut acc = [shifts; R];
+                for s in blk * STEPS..(blk + 1) * STEPS {
+                    let b0 = _mm256_loadu_si256(b.add(s * BLOCK).cast());
+                    let b1 = _mm256_loadu_si256(b.add(s * BLOCK + 32).cast());
+                    for (r, row) in acc.iter_mut().enumerate() {
+                        let av = _mm256_set1_epi32(a.add(r * kp + 4 * s).cast::<i32>().read_unaligned());
+                        row[0] = _mm256_dpbusd_avx_epi32(row[0], av, b0);
+                        row[1] = _mm256_dpbusd_avx_epi32(row[1], av, b1);
                     }
                 }
                 let scale = self.w.scale.as_ptr().add(blk * mp + (g * 4 + c) * COLS);
