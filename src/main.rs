@@ -896,8 +896,9 @@ struct ChunkArgs {
     /// Chunks longer than the model's window under --embeddings reembed: truncate or mean.
     #[arg(long, value_enum, default_value_t = LongInput::Truncate)]
     long: LongInput,
-    /// Under --embeddings reembed and blend, embed each chunk's text with its context (the
-    /// document's title and the headings above it) in front of it.
+    /// Under --embeddings reembed, embed each chunk's text with its context (the document's
+    /// title and the headings above it) in front of it; under blend, the text half is the
+    /// mean of the chunk embedded alone and with its context in front.
     #[arg(long)]
     context_prefix: bool,
     #[command(flatten)]

@@ -3,12 +3,13 @@ span recall@5 pooled over the split's texts, and its difference to `rec-text` (r
 chunks each embedded on its own, what indexers do today) with a 95% paired bootstrap interval
 (10,000 resamples of the questions), pooled and per kind of text.
 
-    python3 benches/broad/late_table.py OUT.jsonl [BASE_ROW]
+    python3 benches/broad/late_table.py OUT.jsonl[.gz] [BASE_ROW]
 
 A row run with LATE flags (late.sh's environment) is its own row, labelled with them.
 
 Standard library only.
 """
+import gzip
 import json
 import os
 import sys
@@ -26,7 +27,8 @@ def main():
     base_row = sys.argv[2] if len(sys.argv) > 2 else "rec-text"
     manifest = {t["name"]: t for t in json.load(open(os.path.join(HERE, "manifest.json")))["texts"]}
     order = list(manifest)
-    runs = [json.loads(line) for line in open(path) if line.strip()]
+    opener = gzip.open if path.endswith(".gz") else open
+    runs = [json.loads(line) for line in opener(path, "rt") if line.strip()]
     rng = random.Random(1)
     # (retriever, cap, split, late flags) -> label -> {ranks, spans, texts, mean_tokens}
     groups = {}
