@@ -411,13 +411,13 @@ impl PgWriter {
         Progress::of_record(recorded, &self.opts, &self.target.shown(), "table", Some(&afresh))
     }
 
-    /// Write one batch's rows and the job's totals after it, in one transaction, run again
-    /// on a transient failure.
-    fn commit_batch(&mut self, rows: &Rows, totals: &Totals) -> Result<()> {
+    /// Write one batch's rows and the job's totals after it (or, with `complete`, only the
+    /// totals marked finished), in one transaction, run again on a transient failure.
+    fn commit_retrying(&mut self, rows: &Rows, totals: &Totals, complete: bool) -> Result<()> {
         let mut wait = self.backoff;
         let mut attempt = 1;
         loop {
-            match self.try_commit(rows, totals, false) {
+            match self.try_commit(rows, totals, complete) {
                 Ok(()) => return Ok(()),
                 Err(e) if self.direct && e.code() == Some(&postgres::error::SqlState::UNIQUE_VIOLATION) => {
                     self.direct = false;
@@ -439,8 +439,9 @@ impl PgWriter {
                     } else {
                         String::new()
                     };
+                    let what = if complete { "finishing the job" } else { "writing a batch" };
                     return Err(Error::Database(format!(
-                        "{}: writing a batch failed after {}: {}{hint}",
+                        "{}: {what} failed after {}: {}{hint}",
                         self.target.shown(),
                         crate::wording::plural(u64::from(attempt), "try"),
                         message(&e)
@@ -530,28 +531,36 @@ impl PgWriter {
         tx.commit()
     }
 
-    /// The job is done: its progress row says so, and with `index` the vector index is built
-    /// (HNSW, cosine; far cheaper after the load than kept up during it).
+    /// The job is done: with `index` the vector index is built (HNSW, cosine; far cheaper
+    /// after the load than kept up during it), then its progress row says so. In that order,
+    /// so that a server lost on the way leaves the job unfinished and `--resume` ends it.
     fn finish_job(&mut self, totals: &Totals) -> Result<()> {
-        let err = self.sql_err("finishing the job");
-        self.try_commit(&Rows::default(), totals, true).map_err(&err)?;
         if self.opts.index {
             let t = self.target.quoted();
             let name = format!("{}_embedding_hnsw", self.target.table.replace('.', "_"));
-            self.client
-                .batch_execute(&format!(
-                    "CREATE INDEX IF NOT EXISTS \"{}\" ON {t} USING hnsw (embedding vector_cosine_ops)",
-                    &name[..name.len().min(MAX_IDENT)]
-                ))
-                .map_err(&err)?;
+            let sql = format!(
+                "CREATE INDEX IF NOT EXISTS \"{}\" ON {t} USING hnsw (embedding vector_cosine_ops)",
+                &name[..name.len().min(MAX_IDENT)]
+            );
+            self.client.batch_execute(&sql).map_err(|e| {
+                let hint = if transient(&e) {
+                    format!(
+                        "; the rows are all written: run the same job with {} once the server is back",
+                        crate::error::named("resume")
+                    )
+                } else {
+                    String::new()
+                };
+                Error::Database(format!("{}: building the index: {}{hint}", self.target.shown(), message(&e)))
+            })?;
         }
-        Ok(())
+        self.commit_retrying(&Rows::default(), totals, true)
     }
 }
 
 impl DbWriter for PgWriter {
     fn commit(&mut self, rows: &Rows, totals: &Totals) -> Result<()> {
-        self.commit_batch(rows, totals)
+        self.commit_retrying(rows, totals, false)
     }
 
     fn finish(&mut self, totals: &Totals) -> Result<()> {
