@@ -9,15 +9,20 @@
 //!
 //! The test is a heuristic on the unit's text alone (documented, not learned): one line of
 //! at most 80 bytes and 10 words, starting with a capital, a digit or Markdown's `# `, not
-//! quoted or bracketed, not a `Field: value` line, and either Markdown, all capitals, or
-//! without the closing punctuation of a sentence.
+//! quoted or bracketed, not a `Field: value` line, not cut short by a dash (`In America —`),
+//! and either Markdown, a chapter line (`CHAPTER 40. Midnight, Forecastle.`), all capitals,
+//! or without the closing punctuation of a sentence. In a document, a plain line whose next
+//! paragraph goes on in lower case is half a sentence, not a heading.
 //!
 //! The same test gives each chunk its **context** ([`contexts`]): the document's title and
 //! the headings above the chunk, `Title > Chapter 3 > 3.2 Quoting`, for an index to store
 //! beside the chunk's text (a lexical index indexes it with the text; a dense one can embed
 //! it as a prefix). Headings are the first lines of paragraphs (blank-line separated
 //! blocks) that pass [`is_heading`], outside Markdown's fenced code blocks; their level comes
-//! from their form ([`heading_level`]). The document's first paragraph may also be a
+//! from their form ([`heading_level`]). A heading that names nothing (`IV.`) and one in
+//! capitals or plain over most of a long document (where plain text lost its structure: a
+//! dictionary's one entry on a line of its own) close the sections before them but are not
+//! named in contexts. The document's first paragraph may also be a
 //! Markdown heading in lower case (`# seamcut`): a title, where a `# ...` line elsewhere
 //! in lower case is more often a shell comment.
 
@@ -41,6 +46,15 @@ pub fn is_heading(unit: &str) -> bool {
     if !(first.is_uppercase() || first.is_ascii_digit()) {
         return false;
     }
+    // `CHAPTER 40. Midnight, Forecastle.`: a chapter line whatever its last character.
+    if is_chapter_line(t) {
+        return true;
+    }
+    // `In America —`, `We --`, `Liste erwähnenswerter Pin-Prioritäts-`: a line cut short (an
+    // interrupted speaker, a hyphenated break), in capitals or not.
+    if t.ends_with(['—', '–', '-']) {
+        return false;
+    }
     // `Capital: Kabul`, `Climate: arid…`: a field, not a heading.
     if t.split_once(':')
         .is_some_and(|(_, rest)| rest.starts_with(char::is_whitespace) && !rest.trim().is_empty())
@@ -56,6 +70,47 @@ pub fn is_heading(unit: &str) -> bool {
         last,
         '.' | '!' | '?' | ',' | ';' | ':' | '"' | '\'' | '”' | '’' | ')' | ']' | '…' | '。' | '！' | '？'
     )
+}
+
+/// Words that open a chapter line, in the languages of the benchmark's texts and their
+/// neighbours: `Chapter 12`, `BOOK IV.`, `Capítulo 3. Instalación`.
+const CHAPTER_WORDS: [&str; 10] =
+    ["chapter", "book", "part", "kapitel", "teil", "chapitre", "livre", "partie", "capítulo", "parte"];
+
+/// A chapter line: a chapter word, a number (digits, or a Roman numeral, or a number word in
+/// capitals as in `CHAPTER ONE`), then nothing or punctuation and a title (`CHAPTER 40.
+/// Midnight, Forecastle.`); not a sentence that starts so (`Part 2 of the form is …`).
+fn is_chapter_line(t: &str) -> bool {
+    let mut words = t.split_whitespace();
+    let (Some(word), Some(number)) = (words.next(), words.next()) else { return false };
+    if !CHAPTER_WORDS.contains(&word.to_lowercase().as_str()) || t.len() > 80 {
+        return false;
+    }
+    let bare = number.trim_end_matches(['.', ':', ',', ')']);
+    let numeral = is_numeral(bare) || (bare.len() > 2 && bare.chars().all(|c| c.is_uppercase()));
+    // After the number: the end, or punctuation on the number (`40.`, `IV:`), or a dash.
+    let next = words.next();
+    numeral
+        && (next.is_none()
+            || bare.len() < number.len()
+            || next.is_some_and(|w| w.starts_with(['—', '–', '-'])))
+}
+
+/// Digits, or a Roman numeral in one case (`iv`, `XII`).
+fn is_numeral(w: &str) -> bool {
+    !w.is_empty()
+        && (w.bytes().all(|b| b.is_ascii_digit())
+            || w.bytes().all(|b| b"IVXLCDM".contains(&b))
+            || w.bytes().all(|b| b"ivxlcdm".contains(&b)))
+}
+
+/// A heading that names nothing (`IV.`, `3`, `* * *`): its words are numerals or punctuation.
+/// It still closes the sections before it, but it adds no words to a context.
+fn names_nothing(heading: &str) -> bool {
+    heading.split_whitespace().all(|w| {
+        let w = w.trim_matches(|c: char| !c.is_alphanumeric());
+        w.is_empty() || is_numeral(w)
+    })
 }
 
 /// A Markdown heading of any case (`# seamcut`), as the first line of a document is taken.
@@ -105,14 +160,11 @@ pub fn heading_level(heading: &str) -> usize {
     if hashes > 0 {
         return hashes;
     }
-    let number = t.split_whitespace().next().unwrap_or("");
-    if number.starts_with(|c: char| c.is_ascii_digit())
-        && number
-            .trim_end_matches('.')
-            .split('.')
-            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
-    {
-        return number.trim_end_matches('.').split('.').count();
+    if is_chapter_line(t) {
+        return 1;
+    }
+    if let Some(depth) = numbered_depth(t) {
+        return depth;
     }
     let letters = t.chars().filter(|c| c.is_alphabetic());
     if letters.clone().count() >= 2 && letters.clone().all(char::is_uppercase) {
@@ -120,6 +172,21 @@ pub fn heading_level(heading: &str) -> usize {
     } else {
         PLAIN
     }
+}
+
+/// A numbered heading's depth (`3` → 1, `3.1.2 Quoting` → 3).
+fn numbered_depth(t: &str) -> Option<usize> {
+    let number = t.split_whitespace().next().unwrap_or("").trim_end_matches('.');
+    let numbered = number.starts_with(|c: char| c.is_ascii_digit())
+        && number.split('.').all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    numbered.then(|| number.split('.').count())
+}
+
+/// A heading whose form says it is one: Markdown, numbered, or a chapter line (`# Install`,
+/// `3.1 Quoting`, `Chapter 12`), against one in capitals or a plain short line.
+fn is_explicit(line: &str) -> bool {
+    let t = line.trim();
+    t.starts_with('#') || numbered_depth(t).is_some() || is_chapter_line(t)
 }
 
 /// A heading of a document: where its line starts, its level and its text (trimmed, without
@@ -163,8 +230,18 @@ pub fn headings(text: &str) -> Vec<Heading> {
         if fenced || line.is_empty() || !para_start || !para_end || !heading {
             continue;
         }
+        let level = heading_level(line);
+        // A plain line whose next paragraph goes on in lower case is half a sentence broken
+        // by a stray blank line (`… stands where Mr. Truman` / `stood, and I …`).
+        let goes_on = || {
+            let next = lines[i + 1..].iter().find(|l| !l.1.is_empty());
+            next.and_then(|l| l.1.chars().next()).is_some_and(char::is_lowercase)
+        };
+        if level == PLAIN && goes_on() {
+            continue;
+        }
         let name = line.trim_start_matches('#').trim();
-        out.push(Heading { start, level: heading_level(line), text: name.to_string() });
+        out.push(Heading { start, level, text: name.to_string() });
     }
     let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for h in &out {
@@ -179,38 +256,71 @@ pub fn headings(text: &str) -> Vec<Heading> {
     out
 }
 
+/// A heading in capitals or a plain line (not Markdown, numbered or a chapter) whose section
+/// is longer than this and than [`WIDE_SHARE`] of its document is not named in contexts:
+/// plain text lost its structure there (`ABRACADABRA.` in a dictionary whose
+/// other entries start their paragraphs, `EMP` in the Jargon File), and a name shared by most
+/// of a document's chunks would not tell them apart anyway.
+const WIDE_BYTES: usize = 32 << 10;
+
+/// See [`WIDE_BYTES`].
+const WIDE_SHARE: f64 = 0.25;
+
 /// The context of each chunk starting at `starts` (ascending byte offsets into the document):
-/// the title (the heading that opens the document when all others are below it, else `id`;
-/// none when it is empty), then the path of headings that
+/// the title (the heading that opens the document when all others are below it or are
+/// chapters, else `id`; none when it is empty), then the path of headings that
 /// stand above the chunk's start (the last heading of each level before it, deeper levels
 /// closed by a shallower one), joined by ` > `. A chunk that starts on a heading has that
-/// heading in its path.
+/// heading in its path. A heading that names nothing (`IV.`) or whose section is most of a
+/// long document ([`WIDE_BYTES`]) closes the sections before it but is not named.
 #[must_use]
 pub fn contexts(id: &str, text: &str, starts: &[usize]) -> Vec<String> {
     let heads = headings(text);
     // The first heading is the document's title when it opens the document and every other
-    // heading is below it (`PRIDE AND PREJUDICE` over its chapters); a first heading with
-    // peers (the first country of a reference book) is only the first entry, and one after
-    // text is a section of that text: then the id is the title.
-    let titled = heads
-        .first()
-        .filter(|f| text[..f.start].trim().is_empty() && heads.iter().skip(1).all(|h| h.level > f.level));
+    // heading is below it or a chapter (`PRIDE AND PREJUDICE` over its chapters); a first
+    // heading with peers (the first country of a reference book) is only the first entry,
+    // and one after text is a section of that text: then the id is the title.
+    let titled = heads.first().filter(|f| {
+        text[..f.start].trim().is_empty()
+            && heads
+                .iter()
+                .skip(1)
+                .all(|h| h.level > f.level || (is_chapter_line(&h.text) && !is_chapter_line(&f.text)))
+    });
     let title = titled.map_or(id, |h| h.text.as_str());
-    let mut path: Vec<&Heading> = Vec::new();
-    let mut next = heads.iter().peekable();
+    let first_start = titled.map(|h| h.start);
+    // Whether each heading is named: its section runs to the next heading at its level or
+    // above (or the end).
+    let named: Vec<bool> = heads
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let end = heads[i + 1..].iter().find(|n| n.level <= h.level).map_or(text.len(), |n| n.start);
+            let section = end - h.start;
+            let wide = section > WIDE_BYTES
+                && section as f64 > WIDE_SHARE * text.len() as f64
+                && !is_explicit(text[h.start..].lines().next().unwrap_or(""));
+            !names_nothing(&h.text) && !wide
+        })
+        .collect();
+    let mut path: Vec<usize> = Vec::new();
+    let mut next = heads.iter().enumerate().peekable();
     starts
         .iter()
         .map(|&s| {
             // A heading line that starts inside the chunk's leading whitespace belongs to it.
             let first = s + text[s..].len() - text[s..].trim_start().len();
-            while let Some(h) = next.next_if(|h| h.start <= first) {
-                path.retain(|p| p.level < h.level);
-                path.push(h);
+            while let Some((i, h)) = next.next_if(|(_, h)| h.start <= first) {
+                path.retain(|&p| heads[p].level < h.level);
+                path.push(i);
             }
             let mut parts = if title.is_empty() { Vec::new() } else { vec![title] };
             // A title heading is not repeated in the path.
-            let first_start = titled.map(|h| h.start);
-            parts.extend(path.iter().filter(|h| Some(h.start) != first_start).map(|h| h.text.as_str()));
+            parts.extend(
+                path.iter()
+                    .filter(|&&p| named[p] && Some(heads[p].start) != first_start)
+                    .map(|&p| heads[p].text.as_str()),
+            );
             parts.join(" > ")
         })
         .collect()
@@ -331,6 +441,56 @@ mod tests {
             "Thank you, and God bless America.",
         ] {
             assert!(!is_heading(p), "{p:?}");
+        }
+    }
+
+    #[test]
+    fn chapter_lines_are_headings_and_cut_lines_are_not() {
+        for h in [
+            "CHAPTER 40. Midnight, Forecastle.",
+            "BOOK IV.",
+            "Chapter 3: The Return",
+            "Capítulo 1. Bienvenido",
+        ] {
+            assert!(is_heading(h), "{h:?}");
+            assert_eq!(heading_level(h), 1, "{h:?}");
+        }
+        for p in [
+            "In America —",
+            "We --",
+            "Liste erwähnenswerter Pin-Prioritäts-",
+            "Part 2 of the form is filled.",
+        ] {
+            assert!(!is_heading(p), "{p:?}");
+        }
+        // Half a sentence broken by a blank line is not a heading; the same line before a
+        // paragraph that starts anew is.
+        let broken = "Text.\n\nToday, that freshman Member stands where Mr. Truman\n\nstood, and I say so.\n";
+        assert!(headings(broken).is_empty());
+        let whole = "Text.\n\nToday, that freshman Member stands where Mr. Truman\n\nStood he did.\n";
+        assert_eq!(headings(whole).len(), 1);
+    }
+
+    #[test]
+    fn a_heading_that_names_nothing_or_most_of_a_long_text_closes_sections_unnamed() {
+        // `IV.` ends `TRADE` but adds no words; a book's title stays above its chapters.
+        let text = "Intro.\n\nTRADE\n\nText one.\n\nIV.\n\nText two.";
+        let at = |s: &str| text.find(s).unwrap();
+        assert_eq!(contexts("doc", text, &[at("Text one"), at("Text two")]), vec!["doc > TRADE", "doc"]);
+        let book = "PRIDE AND PREJUDICE\n\nChapter 1\n\nText.\n\nCHAPTER 2. Rain.\n\nMore.";
+        let at = |s: &str| book.find(s).unwrap();
+        assert_eq!(
+            contexts("b", book, &[at("Text"), at("More")]),
+            vec!["PRIDE AND PREJUDICE > Chapter 1", "PRIDE AND PREJUDICE > CHAPTER 2. Rain."]
+        );
+        // A line in capitals over most of a long text (a dictionary's one entry on a line of
+        // its own) is not named there; a numbered chapter over as much of a manual is.
+        let body = "ABASEMENT, n. A decent and customary mental attitude.\n\n".repeat(1000);
+        for (head, named) in [("ABRACADABRA.", false), ("4. Concepts", true)] {
+            let text = format!("PREFACE\n\nShort.\n\n{head}\n\n{body}TO MY PET TORTOISE\n\nEnd.");
+            let c = contexts("d", &text, &[text.find("ABASEMENT").unwrap() + body.len() / 2]);
+            assert_eq!(c[0] == format!("d > {head}"), named, "{head}: {c:?}");
+            assert!(c[0] == "d" || named, "{head}: {c:?}");
         }
     }
 
