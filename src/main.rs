@@ -898,7 +898,7 @@ struct ChunkArgs {
     long: LongInput,
     /// Under --embeddings reembed, embed each chunk's text with its context (the document's
     /// title and the headings above it) in front of it; under blend, the text half is the
-    /// chunk embedded so.
+    /// mean of the chunk embedded alone and with its context in front.
     #[arg(long)]
     context_prefix: bool,
     #[command(flatten)]

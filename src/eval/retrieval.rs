@@ -174,12 +174,19 @@ impl Retriever<'_> {
                 let (v, _) = crate::embed::late::late_pool(model.as_ref(), &[doc], *opts)?;
                 let mut cv: Vec<f32> = (0..v.len()).flat_map(|k| v.aggregate(k..k + 1)).collect();
                 if let Self::DenseBlend(..) = self {
-                    // The text half as the pipeline makes it: the chunk with its context in
-                    // front where the index keeps contexts.
-                    let texts = case.indexed();
-                    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-                    let tv = embed_texts(model.as_ref(), &refs, Default::default())?.0.data;
-                    crate::pipeline::batch::blend(&mut cv, &tv, v.dim);
+                    // The text half as the pipeline makes it: the chunk alone, and with its
+                    // context in front where the index keeps contexts.
+                    let embed = |texts: &[String]| -> Result<Vec<f32>> {
+                        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+                        Ok(embed_texts(model.as_ref(), &refs, Default::default())?.0.data)
+                    };
+                    let alone = embed(&case.chunks)?;
+                    let parts = match &case.contexts {
+                        Some(_) => vec![alone, embed(&case.indexed())?],
+                        None => vec![alone],
+                    };
+                    let refs: Vec<&[f32]> = parts.iter().map(Vec::as_slice).collect();
+                    crate::pipeline::batch::blend(&mut cv, &refs, v.dim);
                 }
                 dense(model.as_ref(), &cv)
             }

@@ -148,20 +148,23 @@ fn fill_vectors(results: &mut [Result<DocChunks>], texts: &[&str], plan: &Vector
         EmbeddingMode::Late => fill_late(results, texts, plan),
         EmbeddingMode::Blend => {
             // Each chunk's late vector (the chunker's own, or pooled here), then its text's
-            // (under the context prefix, with its context in front), summed and normalised.
+            // (under the context prefix, the mean of the text alone and with its context in
+            // front), summed and normalised.
             fill_late(results, texts, plan);
             let late: Vec<Option<Vec<f32>>> =
                 results.iter_mut().map(|r| r.as_mut().ok().and_then(|c| c.vectors.take())).collect();
-            fill_text(results, texts, plan);
+            fill_text(results, texts, plan, true);
             let dim = plan.model.dim();
             for (r, late) in results.iter_mut().zip(late) {
                 if let (Ok(DocChunks { vectors: Some(v), .. }), Some(mut late)) = (r, late) {
-                    blend(&mut late, v, dim);
+                    blend(&mut late, &[v], dim);
                     *v = late;
                 }
             }
         }
-        EmbeddingMode::Mean | EmbeddingMode::Reembed | EmbeddingMode::Auto => fill_text(results, texts, plan),
+        EmbeddingMode::Mean | EmbeddingMode::Reembed | EmbeddingMode::Auto => {
+            fill_text(results, texts, plan, false)
+        }
     }
 }
 
@@ -176,33 +179,44 @@ fn without_vectors(results: &[Result<DocChunks>]) -> Vec<usize> {
 }
 
 /// [`fill_vectors`] by each chunk's text, or its window's where it has one (with its context
-/// in front under `context_prefix`).
-fn fill_text(results: &mut [Result<DocChunks>], texts: &[&str], plan: &VectorPlan) {
+/// in front under `context_prefix`). With `alone_too`, a chunk with a context gets the mean
+/// of its text embedded alone and with its context in front (the text half of `blend`).
+fn fill_text(results: &mut [Result<DocChunks>], texts: &[&str], plan: &VectorPlan, alone_too: bool) {
     let model = plan.model.as_ref();
     let opts = EmbedOptions { long: plan.long, ..EmbedOptions::default() };
     let want = without_vectors(results);
-    let texts_of = |i: usize, r: &Result<DocChunks>| -> Vec<String> {
-        let Ok(c) = r else { return Vec::new() };
+    // Each document's texts to embed, and how many of them are each chunk's.
+    let texts_of = |i: usize, r: &Result<DocChunks>| -> (Vec<String>, Vec<usize>) {
+        let Ok(c) = r else { return (Vec::new(), Vec::new()) };
         // A chunk's window where it has one (`overlap`), else its own text.
         let text = |s: &crate::chunk::ChunkSpan| s.window_span().text(texts[i]).to_string();
         if !plan.context_prefix {
-            return c.spans.iter().map(text).collect();
+            return (c.spans.iter().map(text).collect(), vec![1; c.spans.len()]);
         }
         let starts: Vec<usize> = c.spans.iter().map(|s| s.start).collect();
         let contexts = crate::segment::structure::contexts("", texts[i], &starts);
-        c.spans
-            .iter()
-            .zip(contexts)
-            .map(|(s, ctx)| if ctx.is_empty() { text(s) } else { format!("{ctx}\n{}", text(s)) })
-            .collect()
+        let (mut all, mut counts) = (Vec::new(), Vec::new());
+        for (s, ctx) in c.spans.iter().zip(contexts) {
+            if ctx.is_empty() {
+                all.push(text(s));
+                counts.push(1);
+            } else {
+                if alone_too {
+                    all.push(text(s));
+                }
+                all.push(format!("{ctx}\n{}", text(s)));
+                counts.push(1 + usize::from(alone_too));
+            }
+        }
+        (all, counts)
     };
     // Each document's chunk texts once (with a context prefix, its headings are found once).
-    let per_doc: Vec<Vec<String>> = want.iter().map(|&i| texts_of(i, &results[i])).collect();
-    let all: Vec<&str> = per_doc.iter().flatten().map(String::as_str).collect();
+    let per_doc: Vec<(Vec<String>, Vec<usize>)> = want.iter().map(|&i| texts_of(i, &results[i])).collect();
+    let all: Vec<&str> = per_doc.iter().flat_map(|d| &d.0).map(String::as_str).collect();
     let whole = embed::embed_texts(model, &all, opts).map(|(e, _)| e.data);
     let dim = model.dim();
     let mut at = 0;
-    for (&i, chunk_texts) in want.iter().zip(&per_doc) {
+    for (&i, (chunk_texts, counts)) in want.iter().zip(&per_doc) {
         let v = match &whole {
             Ok(w) => Ok(w[at * dim..(at + chunk_texts.len()) * dim].to_vec()),
             Err(_) => {
@@ -214,7 +228,7 @@ fn fill_text(results: &mut [Result<DocChunks>], texts: &[&str], plan: &VectorPla
         match v {
             Ok(v) => {
                 if let Ok(c) = &mut results[i] {
-                    c.vectors = Some(v);
+                    c.vectors = Some(mean_groups(&v, counts, dim));
                 }
             }
             Err(e) => results[i] = Err(e),
@@ -222,14 +236,32 @@ fn fill_text(results: &mut [Result<DocChunks>], texts: &[&str], plan: &VectorPla
     }
 }
 
-/// The blend of chunk vectors: each row of `late` (`chunks × dim`) becomes the normalised
-/// sum of itself and the chunk's row of `text` (the chunk embedded on its own, with its
-/// context in front under the context prefix). `--embeddings blend`'s one rule, in the
-/// pipeline and in the retrieval evaluation.
-pub fn blend(late: &mut [f32], text: &[f32], dim: usize) {
+/// Rows of `dim` averaged in consecutive groups of `counts` (a group of one is its row).
+fn mean_groups(rows: &[f32], counts: &[usize], dim: usize) -> Vec<f32> {
+    if counts.iter().all(|&c| c == 1) {
+        return rows.to_vec();
+    }
+    let mut out = Vec::with_capacity(counts.len() * dim);
+    let mut at = 0;
+    for &n in counts {
+        let group = &rows[at * dim..(at + n) * dim];
+        out.extend((0..dim).map(|d| group.iter().skip(d).step_by(dim).sum::<f32>() / n as f32));
+        at += n;
+    }
+    out
+}
+
+/// The blend of chunk vectors: each row of `late` becomes the normalised sum of itself and
+/// the chunk's text vector, the mean of the rows `text` has for it (`text[k]` is a
+/// `chunks × dim` matrix: the chunk embedded alone, and with its context in front).
+/// `--embeddings blend`'s one rule, in the pipeline and in the retrieval evaluation.
+pub fn blend(late: &mut [f32], text: &[&[f32]], dim: usize) {
     let dim = dim.max(1);
-    for (row, t) in late.chunks_mut(dim).zip(text.chunks(dim)) {
-        row.iter_mut().zip(t).for_each(|(a, b)| *a += b);
+    let n = text.len().max(1) as f32;
+    for (k, row) in late.chunks_mut(dim).enumerate() {
+        for t in text {
+            row.iter_mut().zip(&t[k * dim..(k + 1) * dim]).for_each(|(a, b)| *a += b / n);
+        }
         embed::normalize(row);
     }
 }

@@ -73,8 +73,9 @@ pub enum EmbeddingMode {
     /// vector that carries its document's context. Any chunker; an embedding chunker with late
     /// unit vectors gives them from the pass that found its seams.
     Late,
-    /// The normalised sum of `late` and `reembed` (the text with its context in front, under
-    /// the context prefix): what the chunk says on its own and within its document; on the broad benchmark the strongest dense vectors
+    /// The normalised sum of `late` and `reembed` (under the context prefix, `reembed` is the
+    /// mean of the text alone and with its context in front): what the chunk says on its own
+    /// and within its document; on the broad benchmark the strongest dense vectors
     /// (benches/RESULTS.md).
     Blend,
 }

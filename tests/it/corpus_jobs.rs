@@ -679,18 +679,23 @@ fn blend_vectors_are_the_normalised_sum_of_late_and_text_vectors() {
     let (with_context, _) = run("reembed", true);
     // Every chunk of the guide has a context, so the two text vectors differ.
     assert!(alone.iter().zip(&with_context).any(|(a, b)| (a - b).abs() > 1e-3));
-    let check = |blend: &[f32], text: &[f32]| {
+    let check = |blend: &[f32], text: &[&[f32]]| {
         assert_eq!(blend.len(), late.len());
-        for (k, ((b, l), t)) in blend.chunks(dim).zip(late.chunks(dim)).zip(text.chunks(dim)).enumerate() {
-            let mut want: Vec<f32> = l.iter().zip(t).map(|(a, b)| a + b).collect();
+        for (k, (b, l)) in blend.chunks(dim).zip(late.chunks(dim)).enumerate() {
+            let mut want: Vec<f32> = l.to_vec();
+            for t in text {
+                want.iter_mut()
+                    .zip(&t[k * dim..(k + 1) * dim])
+                    .for_each(|(a, b)| *a += b / text.len() as f32);
+            }
             seamcut::embed::normalize(&mut want);
             assert!(b.iter().zip(&want).all(|(x, y)| (x - y).abs() < 1e-5), "chunk {k}");
         }
     };
-    // The text half is the chunk as `reembed` gives it: alone without the prefix, with its
-    // context in front with it.
-    check(&run("blend", false).0, &alone);
-    check(&run("blend", true).0, &with_context);
+    // Without the prefix: late + the text alone; with it, the text half is the mean of the
+    // text alone and with its context in front.
+    check(&run("blend", false).0, &[&alone]);
+    check(&run("blend", true).0, &[&alone, &with_context]);
 }
 
 #[test]

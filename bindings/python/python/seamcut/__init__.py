@@ -189,8 +189,8 @@ class Chunker:
         (pooled from a pass over the whole document: a vector that knows its context; any
         chunker), ``"mean"`` (the mean of the chunk's unit vectors, embedding chunkers),
         ``"reembed"`` (the chunk's text embedded on its own), ``"auto"``; ``None``: no vectors.
-        ``context_prefix``: under ``"reembed"`` and ``"blend"``, embed each chunk with its ``context``
-        in front.
+        ``context_prefix``: under ``"reembed"``, embed each chunk with its ``context`` in front; under
+        ``"blend"``, its text half is the mean of the chunk alone and with its ``context`` in front.
         """
         texts = list(texts)
         for i, t in enumerate(texts):
