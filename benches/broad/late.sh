@@ -10,6 +10,10 @@
 #                 --context-prefix`: the recipe the README recommends for an index)
 #   maxmin-late   Max-Min with late unit vectors on the retriever's model, its chunk vectors
 #                 from the same pass (row c), with recursive size-matched to it (late vectors)
+#   maxmin-text, maxmin-blend-ctx  the same chunks (Max-Min and recursive size-matched to it)
+#                 with each chunk's text embedded alone, and with the recipe (issue 41 §4);
+#                 MAXMIN_UNITS=independent takes Max-Min's unit vectors from each unit alone
+#                 instead (rows named maxmin-independent-*)
 #   chonkie-late  Chonkie's LateChunker with the same model and chunk_size (row d; needs
 #                 CHONKIE_PY, a python with benches/requirements-bench.txt)
 #   rec-overlap   recursive chunks with windows into their neighbours (`--overlap`; row e),
@@ -66,7 +70,7 @@ for cap in ${CAPS:-128 256}; do
         rec-text:*) "${ev[@]}" --chunker recursive "${docs[@]}" | emit "$row" "$r" "$cap" ;;
         rec-text-ctx:*) "${ev[@]}" --chunker recursive --context "${docs[@]}" | emit "$row" "$r" "$cap" ;;
         rec-overlap:*) "${oev[@]}" --chunker recursive --overlap "$ov" "${docs[@]}" | emit "$row" "$r" "$cap" "$ov" ;;
-        rec-late:bm25 | rec-blend*:bm25 | maxmin-late:bm25 | chonkie-late:bm25 | rec-overlap-*:bm25) ;;
+        rec-late:bm25 | rec-blend*:bm25 | maxmin-*:bm25 | chonkie-late:bm25 | rec-overlap-*:bm25) ;;
         rec-overlap-blend-ctx:*)
           "${oev[@]}" --chunker recursive --overlap "$ov" --chunk-vectors blend --context ${LATE:-} "${docs[@]}" |
             emit "$row" "$r" "$cap" "$ov" ;;
@@ -74,9 +78,14 @@ for cap in ${CAPS:-128 256}; do
         rec-blend:*) "${ev[@]}" --chunker recursive --chunk-vectors blend ${LATE:-} "${docs[@]}" | emit "$row" "$r" "$cap" ;;
         rec-blend-ctx:*)
           "${ev[@]}" --chunker recursive --chunk-vectors blend --context ${LATE:-} "${docs[@]}" | emit "$row" "$r" "$cap" ;;
-        maxmin-late:*)
+        maxmin-late:* | maxmin-text:* | maxmin-blend-ctx:*)
+          units=${MAXMIN_UNITS:-late}
+          vectors=${row#maxmin-}
+          flags=(--chunk-vectors "${vectors%-ctx}")
+          [ "$vectors" = blend-ctx ] && flags+=(--context)
+          name=$([ "$units" = late ] && echo "$row" || echo "maxmin-$units-$vectors")
           "${ev[@]}" --chunker maxmin --chunker recursive --match-size --chunker-model "models/$r" \
-            --unit-vectors late --chunk-vectors late ${LATE:-} "${docs[@]}" | emit "$row" "$r" "$cap" ;;
+            --unit-vectors "$units" "${flags[@]}" ${LATE:-} "${docs[@]}" | emit "$name" "$r" "$cap" ;;
         chonkie-late:*)
           [ -n "${CHONKIE_PY:-}" ] || { echo "chonkie-late needs CHONKIE_PY" >&2; continue; }
           short=$([ "$r" = all-mpnet-base-v2 ] && echo mpnet || echo minilm)

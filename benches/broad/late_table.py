@@ -35,8 +35,10 @@ def main():
     for x in runs:
         r = x["r"]
         label = x["row"]
-        if x["row"] == "maxmin-late" and r["chunker"] != "maxmin":
-            label = f"rec-late (size-matched to maxmin, cap {r['cap']})"
+        if x["row"].startswith("maxmin-") and r["chunker"] != "maxmin":
+            # maxmin-[independent-]VECTORS: the recursive chunks scored beside Max-Min's.
+            vectors = x["row"].removeprefix("maxmin-").removeprefix("independent-")
+            label = f"rec-{vectors} (size-matched to {x['row']}, cap {r['cap']})"
         if x.get("late"):
             label += f" `{x['late']}`"
         key = (x["retriever"], x["cap"], x["split"])
