@@ -15,8 +15,13 @@ ratio, each process's peak RSS (getrusage of the child), and the worst cosine be
 vectors.
 
     python benches/long_models_vs_st.py --seamcut target/release/seamcut \
+        [--seamcut-before OLD_BUILD] [--seamcut-dtype f32|bf16|int8] \
         [--archs modernbert,nomic_bert,qwen3] [--lengths 128,512,8192] [--rounds 2] \
         [--threads 2] [--models /tmp/seamcut-long-models] [--out results.jsonl]
+
+`--seamcut-dtype` runs seamcut at that precision (sentence-transformers stays f32: the
+memory targets of issue 39 §2 are against torch's f32). `--seamcut-before` adds a second seamcut build (an earlier commit's) to every round, in the
+rotation, for a before/after ratio measured side by side.
 
 Needs torch, transformers 5 and sentence-transformers (benches/requirements-bench.txt).
 """
@@ -136,6 +141,8 @@ def child(cmd, env=None):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seamcut", default=os.path.join(ROOT, "target", "release", "seamcut"))
+    ap.add_argument("--seamcut-before", help="an earlier build, run beside the others in every round")
+    ap.add_argument("--seamcut-dtype", default="f32")
     ap.add_argument("--archs", default="modernbert,nomic_bert,qwen3")
     ap.add_argument("--lengths", default="128,512,8192")
     ap.add_argument("--rounds", type=int, default=2)
@@ -156,7 +163,8 @@ def main():
                 f.write("\n".join(texts_of(model, length, count)))
             for r in range(a.rounds):
                 res = {}
-                order = ["st", "seamcut"] if r % 2 == 0 else ["seamcut", "st"]
+                order = ["st", "seamcut"] + (["seamcut_before"] if a.seamcut_before else [])
+                order = order[r % len(order):] + order[:r % len(order)]
                 for who in order:
                     npy = os.path.join(work, f"{who}.npy")
                     if who == "st":
@@ -165,23 +173,28 @@ def main():
                         res["st"] = {"tokens": j["tokens"], "seconds": j["seconds"]}
                     else:
                         env = {**os.environ, "RAYON_NUM_THREADS": str(a.threads)}
-                        _, err, peak = child([a.seamcut, "embed", "--model", model, "--lines", path, "-o", npy,
-                                           "--device", "cpu"], env=env)
+                        exe = a.seamcut if who == "seamcut" else a.seamcut_before
+                        _, err, peak = child([exe, "embed", "--model", model, "--lines", path, "-o", npy,
+                                           "--device", "cpu", "--dtype", a.seamcut_dtype], env=env)
                         line = [l for l in err.splitlines() if l.startswith("seamcut: ")][-1]
                         tokens = int(line.split(" token")[0].split(", ")[-1].replace(",", ""))
                         secs = float(line.split(" in ")[1].split(" s ")[0])
-                        res["seamcut"] = {"tokens": tokens, "seconds": secs}
+                        res[who] = {"tokens": tokens, "seconds": secs}
                     res[who]["peak_rss"] = peak
                     res[who]["vectors"] = np.load(npy)
                 va, vb = res["st"].pop("vectors"), res["seamcut"].pop("vectors")
+                res.get("seamcut_before", {}).pop("vectors", None)
                 cos = float(((va * vb).sum(1) / np.linalg.norm(va, axis=1) / np.linalg.norm(vb, axis=1)).min())
                 row = {"arch": arch, "shape": PARAMS[arch], "length": length, "texts": count, "round": r,
+                       "seamcut_dtype": a.seamcut_dtype,
                        "threads": a.threads, "worst_cosine": cos}
-                for who in ("st", "seamcut"):
+                for who in [w for w in ("st", "seamcut", "seamcut_before") if w in res]:
                     row[f"{who}_tokens_per_s"] = res[who]["tokens"] / res[who]["seconds"]
                     row[f"{who}_peak_rss_mb"] = res[who]["peak_rss"] / 1e6
                 row["speed_ratio"] = row["seamcut_tokens_per_s"] / row["st_tokens_per_s"]
                 row["rss_ratio"] = row["seamcut_peak_rss_mb"] / row["st_peak_rss_mb"]
+                if "seamcut_before" in res:
+                    row["after_over_before"] = row["seamcut_tokens_per_s"] / row["seamcut_before_tokens_per_s"]
                 print(json.dumps(row), flush=True)
                 rows.append(row)
                 if a.out:

@@ -6,22 +6,22 @@
 //!   [`BLOCK`] queries × [`KEY_BLOCK`] keys with an online softmax (a running maximum and sum per
 //!   query, the context rescaled as the maximum grows): no n×n score matrix is ever held, so
 //!   memory grows linearly with a sequence's length; a sliding window or causal mask visits
-//!   only the key blocks it can reach.
+//!   only the key blocks it can reach. Each task packs the keys and values its queries reach
+//!   once, and [`tiles`]' kernels compute the two products (why not `gemm`: see there).
 //! - [`padded`] (every other device and dtype): candle's ops on a padded
 //!   `[batch, heads, longest, d]` layout with an additive mask, the score matrix held whole,
 //!   as [`super::encoder`] does there.
 
 use candle_core::{DType, Tensor};
-use gemm::{gemm, Parallelism};
 use rayon::prelude::*;
 
 /// Queries (and keys) per block of [`tiled`].
 pub const BLOCK: usize = 128;
 
 /// Keys per block of [`tiled`]: each step is two products of [`BLOCK`] × this × the head size.
-/// Measured on ModernBERT- and NomicBERT-base shapes at 8,192 tokens (benches/RESULTS.md): 64 × 64
-/// blocks spent much of the pass in the products' per-call overhead; 128 × 256 scores fit in a
-/// core's L2.
+/// Measured on ModernBERT- and NomicBERT-base shapes at 8,192 tokens (benches/RESULTS.md), when
+/// the products were `gemm`'s: 64 × 64 blocks spent much of the pass in the products' per-call
+/// overhead; 128 × 256 scores fit in a core's L2.
 pub const KEY_BLOCK: usize = 256;
 
 /// Which keys a query sees, within its own sequence.
@@ -69,6 +69,8 @@ pub struct View<'a> {
 
 use super::fused::SharedOut;
 
+mod tiles;
+
 /// Attention over flat sequences (`cu_seqlens`), f32 on the host: `q`, `k`, `v` views of
 /// `tokens` rows, the result the context `[tokens, heads·dim]`, row-major.
 ///
@@ -76,7 +78,7 @@ use super::fused::SharedOut;
 /// When the views or `cu_seqlens` do not fit the token count and head shape (a caller bug).
 #[must_use]
 pub fn tiled(q: View, k: View, v: View, cu_seqlens: &[usize], heads: Heads, mask: Mask) -> Vec<f32> {
-    let Heads { heads: nh, kv_heads, dim: d, scale } = heads;
+    let Heads { heads: nh, kv_heads, dim: d, .. } = heads;
     assert!(kv_heads > 0 && nh.is_multiple_of(kv_heads), "{nh} heads over {kv_heads} kv heads");
     let n = *cu_seqlens.last().unwrap_or(&0);
     assert!(cu_seqlens.first().is_none_or(|&f| f == 0) && cu_seqlens.windows(2).all(|w| w[0] <= w[1]));
@@ -85,117 +87,132 @@ pub fn tiled(q: View, k: View, v: View, cu_seqlens: &[usize], heads: Heads, mask
         assert!(m.data.len() >= need, "attention: a view is too short for {n} tokens");
     }
     let h = nh * d;
-    let mut out = vec![0f32; n * h];
     let group = nh / kv_heads;
-    // One task per (query block, head): its first query, head, and its sequence's bounds.
+    // One task per (sequence, key/value head, up to TASK_BLOCKS query blocks): it packs the
+    // keys and values its queries see once, for every query head of the group.
     let tasks: Vec<(usize, usize, usize, usize)> = cu_seqlens
         .windows(2)
-        .flat_map(|w| {
-            let (s0, s1) = (w[0], w[1]);
-            (0..nh)
-                .flat_map(move |hd| (0..(s1 - s0).div_ceil(BLOCK)).map(move |b| (s0 + b * BLOCK, hd, s0, s1)))
+        .enumerate()
+        .flat_map(|(seq, w)| {
+            let blocks = (w[1] - w[0]).div_ceil(BLOCK);
+            (0..kv_heads).flat_map(move |kh| {
+                (0..blocks).step_by(TASK_BLOCKS).map(move |b| (seq, kh, b, TASK_BLOCKS.min(blocks - b)))
+            })
         })
         .collect();
+    // Not zeroed first: the tasks write every row of every head once.
+    let mut out: Vec<f32> = Vec::with_capacity(n * h);
     let dst = SharedOut(out.as_mut_ptr());
-    tasks.par_iter().for_each_init(
-        || {
-            (
-                vec![0f32; BLOCK * KEY_BLOCK],
-                vec![0f32; BLOCK * d],
-                vec![0f32; 2 * BLOCK],
-                vec![(0usize, 0usize); BLOCK],
-            )
-        },
-        |(scores, acc, stats, live), &(q0, hd, s0, s1)| {
-            let len = s1 - s0;
-            let rows = BLOCK.min(s1 - q0);
-            let (i0, i1) = (q0 - s0, q0 - s0 + rows); // query positions in the sequence
-                                                      // The keys any query of the block sees.
-            let lo = mask.range(i0, len).0;
-            let hi = mask.range(i1 - 1, len).1;
-            let acc = &mut acc[..rows * d];
-            acc.fill(0.0);
-            let (m, l) = stats.split_at_mut(BLOCK);
-            m[..rows].fill(f32::NEG_INFINITY);
-            l[..rows].fill(0.0);
-            let kh = hd / group;
-            let qp = q.data[(q0 * q.stride + q.offset + hd * d)..].as_ptr();
-            let mut j0 = lo;
-            while j0 < hi {
-                let cols = KEY_BLOCK.min(hi - j0);
-                let s = &mut scores[..rows * cols];
-                let kp = k.data[((s0 + j0) * k.stride + k.offset + kh * d)..].as_ptr();
-                let vp = v.data[((s0 + j0) * v.stride + v.offset + kh * d)..].as_ptr();
-                // SAFETY: the query rows q0..q0+rows, key rows s0+j0..s0+j0+cols and this head's
-                // columns are in bounds (checked against the views' lengths above); `s` is
-                // rows×cols.
-                unsafe {
-                    gemm(
-                        rows,
-                        cols,
-                        d,
-                        s.as_mut_ptr(),
-                        1,
-                        cols as isize,
-                        false,
-                        qp,
-                        1,
-                        q.stride as isize,
-                        kp,
-                        k.stride as isize,
-                        1,
-                        0.0,
-                        scale,
-                        false,
-                        false,
-                        false,
-                        Parallelism::None,
-                    );
-                }
-                // Each query's live keys in this block (a window's or causal mask's edge cuts it).
-                for (r, span) in live[..rows].iter_mut().enumerate() {
-                    let (a, b) = mask.range(i0 + r, len);
-                    *span = (a.clamp(j0, j0 + cols) - j0, b.clamp(j0, j0 + cols) - j0);
-                }
-                online_softmax(s, cols, &live[..rows], &mut m[..rows], &mut l[..rows], acc, d);
-                // acc += P · V_block
-                // SAFETY: as above; `acc` is rows×d.
-                unsafe {
-                    gemm(
-                        rows,
-                        d,
-                        cols,
-                        acc.as_mut_ptr(),
-                        1,
-                        d as isize,
-                        true,
-                        s.as_ptr(),
-                        1,
-                        cols as isize,
-                        vp,
-                        1,
-                        v.stride as isize,
-                        1.0,
-                        1.0,
-                        false,
-                        false,
-                        false,
-                        Parallelism::None,
-                    );
-                }
-                j0 += cols;
-            }
-            for r in 0..rows {
-                let inv = if l[r] > 0.0 { 1.0 / l[r] } else { 0.0 };
-                // SAFETY: row q0 + r, columns hd·d..(hd+1)·d belong to this task alone.
-                let o = unsafe { std::slice::from_raw_parts_mut(dst.ptr().add((q0 + r) * h + hd * d), d) };
-                for (o, a) in o.iter_mut().zip(&acc[r * d..(r + 1) * d]) {
-                    *o = a * inv;
+    tasks.par_iter().for_each_init(Scratch::new, |sc, &(seq, kh, b0, nb)| {
+        let (s0, s1) = (cu_seqlens[seq], cu_seqlens[seq + 1]);
+        let len = s1 - s0;
+        // The keys any query of the task sees, from a whole panel (the ranges' ends only grow
+        // with the query's position).
+        let lo = mask.range(b0 * BLOCK, len).0 / tiles::PANEL * tiles::PANEL;
+        let hi = mask.range(((b0 + nb) * BLOCK).min(len) - 1, len).1;
+        sc.keys.fill(k, v, kh, s0 + lo, s0 + hi, d);
+        for b in b0..b0 + nb {
+            for hd in kh * group..(kh + 1) * group {
+                let ctx = query_block(sc, q, hd, s0, b * BLOCK, len, lo, heads, mask);
+                for (r, row) in ctx.chunks_exact(d).enumerate() {
+                    // SAFETY: row s0 + b·BLOCK + r, columns hd·d..(hd+1)·d belong to this task
+                    // alone (tasks split the sequences, heads and query blocks).
+                    let o = unsafe {
+                        std::slice::from_raw_parts_mut(dst.ptr().add((s0 + b * BLOCK + r) * h + hd * d), d)
+                    };
+                    o.copy_from_slice(row);
                 }
             }
-        },
-    );
+        }
+    });
+    // SAFETY: every (sequence, query block, head) was written by one task above, and they
+    // tile the n × h values.
+    unsafe { out.set_len(n * h) };
     out
+}
+
+/// Query blocks per task of [`tiled`]: enough that packing the keys is a small part of a
+/// task, few enough that a long text still makes many tasks.
+const TASK_BLOCKS: usize = 8;
+
+/// A task's buffers, reused from task to task.
+struct Scratch {
+    keys: tiles::PackedKeys,
+    scores: Vec<f32>,
+    acc: Vec<f32>,
+    stats: Vec<f32>,
+    live: Vec<(usize, usize)>,
+}
+
+impl Scratch {
+    fn new() -> Self {
+        Self {
+            keys: tiles::PackedKeys::default(),
+            scores: vec![0f32; BLOCK * KEY_BLOCK],
+            acc: Vec::new(),
+            stats: vec![0f32; 2 * BLOCK],
+            live: vec![(0, 0); BLOCK],
+        }
+    }
+}
+
+/// Head `hd`'s context for the queries of sequence positions `i0..` (one block, within the
+/// sequence of `len` starting at token `s0`), against the keys packed in `sc` from position
+/// `lo`: rows of `d`, normalised.
+#[allow(clippy::too_many_arguments)]
+fn query_block<'a>(
+    sc: &'a mut Scratch,
+    q: View,
+    hd: usize,
+    s0: usize,
+    i0: usize,
+    len: usize,
+    lo: usize,
+    heads: Heads,
+    mask: Mask,
+) -> &'a [f32] {
+    let (d, scale) = (heads.dim, heads.scale);
+    let rows = BLOCK.min(len - i0);
+    let Scratch { keys, scores, acc, stats, live } = sc;
+    acc.clear();
+    acc.resize(rows * d, 0.0);
+    let (m, l) = stats.split_at_mut(BLOCK);
+    m[..rows].fill(f32::NEG_INFINITY);
+    l[..rows].fill(0.0);
+    // The keys this block's queries see, from a whole panel of the task's.
+    let first = lo + (mask.range(i0, len).0 - lo) / tiles::PANEL * tiles::PANEL;
+    let hi = mask.range(i0 + rows - 1, len).1;
+    let mut j0 = first;
+    while j0 < hi {
+        let cols = KEY_BLOCK.min(hi - j0);
+        // Each query's live keys in this block (a window's or causal mask's edge cuts it).
+        for (r, span) in live[..rows].iter_mut().enumerate() {
+            let (a, b) = mask.range(i0 + r, len);
+            *span = (a.clamp(j0, j0 + cols) - j0, b.clamp(j0, j0 + cols) - j0);
+        }
+        let step = tiles::Step {
+            q: &q.data[(s0 + i0) * q.stride + q.offset + hd * d..],
+            q_stride: q.stride,
+            rows,
+            keys: keys.keys(j0 - lo),
+            v: keys.values(j0 - lo),
+            v_stride: d,
+            cols,
+            d,
+            live: &live[..rows],
+        };
+        let width = step.width();
+        let s = &mut scores[..rows * width];
+        tiles::scores(&step, scale, s);
+        online_softmax(s, width, &live[..rows], &mut m[..rows], &mut l[..rows], acc, d);
+        tiles::context(&step, s, acc);
+        j0 += cols;
+    }
+    for (row, &l) in acc.chunks_exact_mut(d.max(1)).zip(l.iter()) {
+        let inv = if l > 0.0 { 1.0 / l } else { 0.0 };
+        row.iter_mut().for_each(|x| *x *= inv);
+    }
+    acc
 }
 
 /// Lanes of the explicit vector loops in [`online_softmax`] (an AVX-512 register of f32).
@@ -232,18 +249,21 @@ super::fused::simd_fn! {
                 mx = mx.max(x);
             }
             let new_m = m[r].max(mx);
-            let corr = super::fused::exp(m[r] - new_m);
-            for x in live.iter_mut() {
-                *x = super::fused::exp(*x - new_m);
-            }
+            let corr = super::fused::exp_fused(m[r] - new_m);
+            // e^(x − max) and its sum in one pass, in lanes.
             let mut sums = [0f32; LANES];
-            let mut chunks = live.chunks_exact(LANES);
+            let mut chunks = live.chunks_exact_mut(LANES);
             for c in &mut chunks {
-                for (x, &y) in sums.iter_mut().zip(c) {
-                    *x += y;
+                for (x, s) in c.iter_mut().zip(sums.iter_mut()) {
+                    *x = super::fused::exp_fused(*x - new_m);
+                    *s += *x;
                 }
             }
-            let sum = sums.iter().sum::<f32>() + chunks.remainder().iter().sum::<f32>();
+            let mut sum = sums.iter().sum::<f32>();
+            for x in chunks.into_remainder() {
+                *x = super::fused::exp_fused(*x - new_m);
+                sum += *x;
+            }
             l[r] = l[r] * corr + sum;
             m[r] = new_m;
             if corr != 1.0 {
@@ -364,6 +384,34 @@ mod tests {
                 ((s >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 4.0
             })
             .collect()
+    }
+
+    /// The AVX-512, AVX2 and portable copies of the kernels give the same bits, with every
+    /// tail: rows and keys not a whole tile, head sizes not a whole register.
+    #[test]
+    fn every_simd_level_gives_the_same_bits() {
+        let cu = vec![0usize, 1, 70, 75, 75 + 300];
+        let n = *cu.last().unwrap();
+        for (nh, kvh, d) in [(2usize, 1usize, 8usize), (2, 2, 24), (2, 1, 64), (1, 1, 128)] {
+            let heads = Heads { heads: nh, kv_heads: kvh, dim: d, scale: 1.0 / (d as f32).sqrt() };
+            let stride = (nh + 2 * kvh) * d;
+            let qkv = pseudo(n * stride, 5);
+            let view = |offset| View { data: &qkv, stride, offset };
+            for mask in [Mask::Full, Mask::Window(20), Mask::Causal] {
+                // The cap is per thread: set on every thread of a pool of our own.
+                let run = |level: u8| {
+                    let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+                    pool.broadcast(|_| crate::embed::fused::cap_simd(level));
+                    pool.install(|| tiled(view(0), view(nh * d), view((nh + kvh) * d), &cu, heads, mask))
+                };
+                let best = run(u8::MAX);
+                for level in [0u8, 1] {
+                    let other = run(level);
+                    let same = best.iter().zip(&other).all(|(a, b)| a.to_bits() == b.to_bits());
+                    assert!(same, "{nh}/{kvh}x{d} {mask:?}: level {level} differs");
+                }
+            }
+        }
     }
 
     /// The tiled online softmax gives the padded full-matrix attention's context, for sequences
