@@ -60,16 +60,10 @@ pub struct Heads {
 }
 
 /// A row-major host matrix view: row `t`'s head `h` starts at `t·stride + offset + h·dim`.
-#[derive(Clone, Copy)]
-pub struct View<'a> {
-    pub data: &'a [f32],
-    pub stride: usize,
-    pub offset: usize,
-}
+pub use seamcut_products::attention::View;
 
 use super::fused::SharedOut;
-
-mod tiles;
+use seamcut_products::attention as tiles;
 
 /// Attention over flat sequences (`cu_seqlens`), f32 on the host: `q`, `k`, `v` views of
 /// `tokens` rows, the result the context `[tokens, heads·dim]`, row-major.
@@ -110,7 +104,7 @@ pub fn tiled(q: View, k: View, v: View, cu_seqlens: &[usize], heads: Heads, mask
         // with the query's position).
         let lo = mask.range(b0 * BLOCK, len).0 / tiles::PANEL * tiles::PANEL;
         let hi = mask.range(((b0 + nb) * BLOCK).min(len) - 1, len).1;
-        sc.keys.fill(k, v, kh, s0 + lo, s0 + hi, d);
+        sc.keys.fill(k, v, kh, s0 + lo..s0 + hi, d, super::fused::simd_level());
         for b in b0..b0 + nb {
             for hd in kh * group..(kh + 1) * group {
                 let ctx = query_block(sc, q, hd, s0, b * BLOCK, len, lo, heads, mask);
@@ -203,9 +197,9 @@ fn query_block<'a>(
         };
         let width = step.width();
         let s = &mut scores[..rows * width];
-        tiles::scores(&step, scale, s);
+        tiles::scores(&step, scale, s, super::fused::simd_level());
         online_softmax(s, width, &live[..rows], &mut m[..rows], &mut l[..rows], acc, d);
-        tiles::context(&step, s, acc);
+        tiles::context(&step, s, acc, super::fused::simd_level());
         j0 += cols;
     }
     for (row, &l) in acc.chunks_exact_mut(d.max(1)).zip(l.iter()) {

@@ -4,11 +4,13 @@
 //! - [`int8`]: `--dtype int8` on every x86-64 CPU (AVX-512 VNNI, AVX2, or plain loops).
 //! - [`bf16`]: `--dtype bf16` on CPUs with AVX-512 BF16 (AMD Zen 4 and later, Intel Cooper
 //!   Lake); seamcut's AMX tiles (`seamcut::embed::amx`) serve Sapphire Rapids and later.
+//! - [`attention`]: the f32 kernels of the long-context architectures' tiled attention.
 //!
 //! A crate of its own so that seamcut's debug builds compile it optimised, as they do the
 //! dependencies (`[profile.dev.package.seamcut-products]`): the tests run real models through
 //! these kernels, which take minutes unoptimised.
 
+pub mod attention;
 pub mod bf16;
 pub mod int8;
 

@@ -1,12 +1,12 @@
-//! The two products of [`super::tiled`]'s inner step, written here rather than called through
-//! `gemm`: scores `S = scale · Q Kᵀ` for a block of queries against a block of keys, and the
+//! The two products of seamcut's tiled attention's inner step (`seamcut::embed::attention::
+//! tiled`, f32 on the CPU), written here rather than called through `gemm`: scores `S = scale · Q Kᵀ` for a block of queries against a block of keys, and the
 //! context update `acc += P V`.
 //!
 //! Why not `gemm` (what this used): every call packs its operands again, and the tiled
 //! attention makes two calls per (query block, head, key block): each key block was packed
 //! once per query block that reads it (64 times per head at 8,192 tokens), each call's
 //! dispatch paid for a product of only 128 × 256 × 64, and a window's or causal mask's edge
-//! blocks were computed whole. Here each task of [`super::tiled`] packs its key/value head's
+//! blocks were computed whole. Here each task of the tiled attention packs its key/value head's
 //! keys and values once ([`PackedKeys`]: the keys transposed into panels of [`PANEL`] keys),
 //! for every query block and query head of its group it runs, and each tile of rows skips
 //! the keys none of its rows sees.
@@ -14,9 +14,46 @@
 //! Every element is one chain of fused multiply-adds in a fixed order (over the head's
 //! dimensions for a score, over the keys for a context value), whatever the tile shape, so
 //! the AVX-512, AVX2 and portable copies give the same bits (the portable copy's `mul_add` is
-//! a correctly rounded library call: slow, and only for CPUs without AVX2).
+//! a correctly rounded library call: slow, and only for CPUs without AVX2). The caller names
+//! the copy (`level`: 2 AVX-512, 1 AVX2 with FMA, else portable), as seamcut detects it once
+//! for all its f32 loops (`seamcut::embed::fused::simd_level`); a level the CPU lacks is
+//! taken down to one it has.
+//!
+//! Here rather than in seamcut's crate so that its debug builds compile them optimised (see
+//! the crate's documentation): the tests run long texts through them.
 
-use super::View;
+/// A row-major host matrix view: row `t`'s head `h` starts at `t·stride + offset + h·dim`.
+#[derive(Clone, Copy)]
+pub struct View<'a> {
+    pub data: &'a [f32],
+    pub stride: usize,
+    pub offset: usize,
+}
+
+/// `level`, or the best below it this CPU has (checked once).
+fn usable(level: u8) -> u8 {
+    static HERE: std::sync::OnceLock<u8> = std::sync::OnceLock::new();
+    let here = *HERE.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::is_x86_feature_detected as has;
+            if has!("avx512f")
+                && has!("avx512vl")
+                && has!("avx512dq")
+                && has!("avx512bw")
+                && has!("avx2")
+                && has!("fma")
+            {
+                return 2;
+            }
+            if has!("avx2") && has!("fma") {
+                return 1;
+            }
+        }
+        0
+    });
+    level.min(here)
+}
 
 /// Keys per panel of [`PackedKeys`]: one AVX-512 register of f32, two AVX2 registers.
 pub const PANEL: usize = 16;
@@ -35,14 +72,21 @@ pub struct PackedKeys {
 }
 
 impl PackedKeys {
-    /// Packs head `h`'s keys and values (of `d` each) for tokens `t0..t1`.
-    pub fn fill(&mut self, k: View, v: View, h: usize, t0: usize, t1: usize, d: usize) {
-        let count = t1 - t0;
+    /// Packs head `h`'s keys and values (of `d` each) for `tokens`, on the kernels' `level`.
+    pub fn fill(&mut self, k: View, v: View, h: usize, tokens: std::ops::Range<usize>, d: usize, level: u8) {
+        let (t0, count) = (tokens.start, tokens.len());
         let panels = count.div_ceil(PANEL);
         self.d = d;
         self.keys.resize(panels * PANEL * d, 0.0);
         self.values.resize(count * d, 0.0);
-        pack_panels(&mut self.keys, k, h, t0, count, d);
+        match usable(level) {
+            // SAFETY (both): the level's features were detected on this CPU.
+            #[cfg(target_arch = "x86_64")]
+            2 => unsafe { pack_panels_v4(&mut self.keys, k, h, t0, count, d) },
+            #[cfg(target_arch = "x86_64")]
+            1 => unsafe { pack_panels_v3(&mut self.keys, k, h, t0, count, d) },
+            _ => pack_panels(&mut self.keys, k, h, t0, count, d),
+        }
         for (t, dst) in self.values.chunks_exact_mut(d.max(1)).enumerate() {
             dst.copy_from_slice(&v.data[(t0 + t) * v.stride + v.offset + h * d..][..d]);
         }
@@ -60,39 +104,50 @@ impl PackedKeys {
     }
 }
 
-crate::embed::fused::simd_fn! {
-    /// [`PackedKeys::fill`]'s keys: head `h`'s keys of tokens `t0..t0 + count` into panels,
-    /// compiled for AVX-512 or AVX2 where the CPU has them (the squares' transposition in
-    /// baseline x86-64 was single values moved one by one).
-    fn pack_panels(keys: &mut [f32], k: View, h: usize, t0: usize, count: usize, d: usize) {
-        for (p, dst) in keys.chunks_exact_mut(PANEL * d).enumerate() {
-            let here = PANEL.min(count - p * PANEL);
-            if here < PANEL {
-                dst.fill(0.0);
+/// [`PackedKeys::fill`]'s keys: head `h`'s keys of tokens `t0..t0 + count` into panels.
+#[inline(always)]
+fn pack_panels(keys: &mut [f32], k: View, h: usize, t0: usize, count: usize, d: usize) {
+    for (p, dst) in keys.chunks_exact_mut(PANEL * d).enumerate() {
+        let here = PANEL.min(count - p * PANEL);
+        if here < PANEL {
+            dst.fill(0.0);
+        }
+        let row = |key: usize| &k.data[(t0 + p * PANEL + key) * k.stride + k.offset + h * d..][..d];
+        // Dimension-major from key-major rows, in squares of 16 × 16 (one key's run at a
+        // time wrote single values 16 apart: a tenth of a long text's attention).
+        let mut d0 = 0;
+        while here == PANEL && d0 + PANEL <= d {
+            let mut square = [[0f32; PANEL]; PANEL];
+            for (key, sq) in square.iter_mut().enumerate() {
+                sq.copy_from_slice(&row(key)[d0..d0 + PANEL]);
             }
-            let row = |key: usize| &k.data[(t0 + p * PANEL + key) * k.stride + k.offset + h * d..][..d];
-            // Dimension-major from key-major rows, in squares of 16 × 16 (one key's run at a
-            // time wrote single values 16 apart: a tenth of a long text's attention).
-            let mut d0 = 0;
-            while here == PANEL && d0 + PANEL <= d {
-                let mut square = [[0f32; PANEL]; PANEL];
-                for (key, sq) in square.iter_mut().enumerate() {
-                    sq.copy_from_slice(&row(key)[d0..d0 + PANEL]);
+            for (dd, out) in dst[d0 * PANEL..(d0 + PANEL) * PANEL].chunks_exact_mut(PANEL).enumerate() {
+                for (o, sq) in out.iter_mut().zip(&square) {
+                    *o = sq[dd];
                 }
-                for (dd, out) in dst[d0 * PANEL..(d0 + PANEL) * PANEL].chunks_exact_mut(PANEL).enumerate() {
-                    for (o, sq) in out.iter_mut().zip(&square) {
-                        *o = sq[dd];
-                    }
-                }
-                d0 += PANEL;
             }
-            for key in 0..here {
-                for (dd, &x) in row(key).iter().enumerate().skip(d0) {
-                    dst[dd * PANEL + key] = x;
-                }
+            d0 += PANEL;
+        }
+        for key in 0..here {
+            for (dd, &x) in row(key).iter().enumerate().skip(d0) {
+                dst[dd * PANEL + key] = x;
             }
         }
     }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw,avx2,fma")]
+unsafe fn pack_panels_v4(keys: &mut [f32], k: View, h: usize, t0: usize, count: usize, d: usize) {
+    // Compiled for AVX-512 (the squares' transposition in baseline x86-64 was single values
+    // moved one by one).
+    pack_panels(keys, k, h, t0, count, d);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn pack_panels_v3(keys: &mut [f32], k: View, h: usize, t0: usize, count: usize, d: usize) {
+    pack_panels(keys, k, h, t0, count, d);
 }
 
 /// One key block's step for a block of queries.
@@ -143,10 +198,10 @@ impl Step<'_> {
 ///
 /// # Panics
 /// When a slice is too short for the step's shape.
-pub fn scores(step: &Step, scale: f32, s: &mut [f32]) {
+pub fn scores(step: &Step, scale: f32, s: &mut [f32], level: u8) {
     step.check(s.len());
     #[cfg(target_arch = "x86_64")]
-    match crate::embed::fused::simd_level() {
+    match usable(level) {
         // SAFETY (both): the level's features were detected; the shapes were checked above.
         2 => return unsafe { scores_v4(step, scale, s) },
         1 => return unsafe { scores_v3(step, scale, s) },
@@ -248,11 +303,11 @@ fn score_tile<const R: usize, const P: usize>(
 ///
 /// # Panics
 /// When a slice is too short for the step's shape.
-pub fn context(step: &Step, p: &[f32], acc: &mut [f32]) {
+pub fn context(step: &Step, p: &[f32], acc: &mut [f32], level: u8) {
     step.check(p.len());
     assert!(acc.len() >= step.rows * step.d);
     #[cfg(target_arch = "x86_64")]
-    match crate::embed::fused::simd_level() {
+    match usable(level) {
         // SAFETY (both): as in `scores`.
         2 => return unsafe { context_v4(step, p, acc) },
         1 => return unsafe { context_v3(step, p, acc) },
