@@ -124,24 +124,20 @@ impl BertEmbedder {
         let (encoder, pos_limit) = match kind.as_str() {
             "modernbert" => {
                 let cfg: ModernBertConfig = serde_json::from_str(&text).map_err(not_config)?;
-                let m = ModernBert::load(vb, &cfg)
-                    .and_then(|m| m.with_products(compute.products))
-                    .map_err(bad)?;
+                let m = ModernBert::load(vb, &cfg, compute.products).map_err(bad)?;
                 let limit = m.max_positions;
                 (Net::ModernBert(m), limit)
             }
             "nomic_bert" | "gte" | "new" => {
                 let family = if kind == "nomic_bert" { Family::Nomic } else { Family::Gte };
                 let cfg: RopeBertConfig = serde_json::from_str(&text).map_err(not_config)?;
-                let m = RopeBert::load(vb, &cfg, family)
-                    .and_then(|m| m.with_products(compute.products))
-                    .map_err(bad)?;
+                let m = RopeBert::load(vb, &cfg, family, compute.products).map_err(bad)?;
                 let limit = m.max_positions;
                 (Net::RopeBert(m), limit)
             }
             "qwen3" => {
                 let cfg: Qwen3Config = serde_json::from_str(&text).map_err(not_config)?;
-                let m = Qwen3::load(vb, &cfg).and_then(|m| m.with_products(compute.products)).map_err(bad)?;
+                let m = Qwen3::load(vb, &cfg, compute.products).map_err(bad)?;
                 let limit = m.max_positions;
                 (Net::Qwen3(m), limit)
             }
@@ -153,9 +149,7 @@ impl BertEmbedder {
                     other => return Err(unknown(other)),
                 };
                 let cfg: EncoderConfig = serde_json::from_str(&text).map_err(not_config)?;
-                let encoder = Encoder::load(vb, &cfg, layout)
-                    .and_then(|e| e.with_products(compute.products))
-                    .map_err(bad)?;
+                let encoder = Encoder::load(vb, &cfg, layout, compute.products).map_err(bad)?;
                 let limit = encoder.max_positions;
                 (Net::Encoder(encoder), limit)
             }

@@ -87,7 +87,7 @@ struct Linear {
     /// The bias on the host, for the fused CPU ops that add it (f32 on the CPU only).
     b_host: Option<Vec<f32>>,
     /// The weight packed for its products' kernel under `--dtype bf16` or `int8`
-    /// ([`Encoder::with_products`]); `wt` is then emptied.
+    /// ([`Encoder::load`]); `wt` is then emptied.
     packed: Option<super::packed::Weight>,
 }
 
@@ -106,7 +106,7 @@ impl Linear {
     /// Pack the weight for `products` (f32 on the CPU only), and let go of its f32 copy: the
     /// weights are held at the products' width.
     fn pack(&mut self, products: crate::device::Products) -> candle_core::Result<()> {
-        if self.b_host.is_some() {
+        if self.b_host.is_some() && products != crate::device::Products::Tensor {
             let (k, m) = self.wt.dims2()?;
             self.packed = super::packed::Weight::new(products, &self.wt.flatten_all()?.to_vec1()?, k, m);
             if self.packed.is_some() {
@@ -226,27 +226,19 @@ const CHECKPOINT: Checkpoint = Checkpoint {
 };
 
 impl Encoder {
-    /// Run every linear layer's product as `products` asks ([`super::packed`]; f32 weights on
-    /// the CPU only): what `--dtype bf16` and `int8` mean on the CPU. Everything else stays
-    /// f32.
-    ///
-    /// # Errors
-    /// When a weight cannot be read back from its tensor.
-    pub fn with_products(mut self, products: crate::device::Products) -> candle_core::Result<Self> {
-        for l in &mut self.layers {
-            for lin in [&mut l.qkv, &mut l.out, &mut l.up, &mut l.down] {
-                lin.pack(products)?;
-            }
-        }
-        Ok(self)
-    }
-
     /// Load from a VarBuilder rooted at the model's weights (a `bert.`/`roberta.` prefix is
-    /// detected).
+    /// detected). Each linear layer's product runs as `products` asks ([`super::packed`]; f32
+    /// weights on the CPU only: what `--dtype bf16` and `int8` mean on the CPU, everything else
+    /// staying f32), packed as its layer loads, so the f32 weights are never all held at once.
     ///
     /// # Errors
     /// When a tensor is missing or has the wrong shape.
-    pub fn load(vb: VarBuilder, cfg: &EncoderConfig, arch: Arch) -> candle_core::Result<Self> {
+    pub fn load(
+        vb: VarBuilder,
+        cfg: &EncoderConfig,
+        arch: Arch,
+        products: crate::device::Products,
+    ) -> candle_core::Result<Self> {
         let vb = CHECKPOINT.root(vb);
         let h = cfg.hidden_size;
         if cfg.num_attention_heads == 0 || !h.is_multiple_of(cfg.num_attention_heads) {
@@ -283,6 +275,11 @@ impl Encoder {
                 down: Linear::load(&l, "output.dense", cfg.intermediate_size, h)?,
                 ln2: Norm::load(&l, "output.LayerNorm", h, cfg.layer_norm_eps)?,
             });
+            if let Some(l) = layers.last_mut() {
+                for lin in [&mut l.qkv, &mut l.out, &mut l.up, &mut l.down] {
+                    lin.pack(products)?;
+                }
+            }
         }
         let act = match cfg.hidden_act.as_str() {
             "gelu" | "gelu_python" => Act::GeluErf,
@@ -546,7 +543,13 @@ mod tests {
             model_type: None,
             relative_attention_num_buckets: Some(32),
         };
-        Encoder::load(VarBuilder::from_tensors(w, DType::F32, &dev), &cfg, arch).unwrap()
+        Encoder::load(
+            VarBuilder::from_tensors(w, DType::F32, &dev),
+            &cfg,
+            arch,
+            crate::device::Products::Tensor,
+        )
+        .unwrap()
     }
 
     /// The fused CPU ops give candle's padded path's hidden states, for sequences of mixed

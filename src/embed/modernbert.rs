@@ -154,26 +154,18 @@ pub struct ModernBert {
 const CHECKPOINT: Checkpoint = Checkpoint { prefixes: &["model"], probe: "embeddings.tok_embeddings.weight" };
 
 impl ModernBert {
-    /// Run every linear layer's product as `products` asks ([`super::packed`]): what
-    /// `--dtype bf16` and `int8` mean on the CPU.
-    ///
-    /// # Errors
-    /// When a weight cannot be read back from its tensor.
-    pub fn with_products(mut self, products: crate::device::Products) -> candle_core::Result<Self> {
-        for l in &mut self.layers {
-            for lin in [&mut l.wqkv, &mut l.wo, &mut l.wi, &mut l.mlp_wo] {
-                lin.pack(products)?;
-            }
-        }
-        Ok(self)
-    }
-
     /// Load from a VarBuilder at the weights' root (a `model.` prefix, as the masked-LM
-    /// checkpoints have, is detected).
+    /// checkpoints have, is detected). Each linear layer's product runs as `products` asks
+    /// ([`super::packed`]: what `--dtype bf16` and `int8` mean on the CPU), packed as its layer
+    /// loads, so the f32 weights are never all held at once.
     ///
     /// # Errors
     /// When a tensor is missing or has the wrong shape, or the config is not one this reads.
-    pub fn load(vb: VarBuilder, cfg: &ModernBertConfig) -> candle_core::Result<Self> {
+    pub fn load(
+        vb: VarBuilder,
+        cfg: &ModernBertConfig,
+        products: crate::device::Products,
+    ) -> candle_core::Result<Self> {
         let vb = CHECKPOINT.root(vb);
         let (h, nh, inter) = (cfg.hidden_size, cfg.num_attention_heads, cfg.intermediate_size);
         if nh == 0 || !h.is_multiple_of(nh) || !(h / nh).is_multiple_of(2) {
@@ -204,6 +196,11 @@ impl ModernBert {
                 mlp_wo: Linear::load(&l, "mlp.Wo", inter, h, cfg.mlp_bias)?,
                 global: cfg.is_global(i)?,
             });
+            if let Some(l) = layers.last_mut() {
+                for lin in [&mut l.wqkv, &mut l.wo, &mut l.wi, &mut l.mlp_wo] {
+                    lin.pack(products)?;
+                }
+            }
         }
         Ok(Self {
             tok: candle_nn::Embedding::new(tok, h),
@@ -284,7 +281,7 @@ mod tests {
     #[test]
     fn tiled_path_equals_padded_path() {
         let (cfg, vb): (ModernBertConfig, _) = testing::fixture("modernbert");
-        let m = ModernBert::load(vb, &cfg).unwrap();
+        let m = ModernBert::load(vb, &cfg, crate::device::Products::Tensor).unwrap();
         testing::tiled_equals_padded("modernbert", 500, |b, tiled| m.forward_with(b, tiled));
     }
 }

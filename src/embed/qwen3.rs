@@ -89,26 +89,18 @@ pub struct Qwen3 {
 const CHECKPOINT: Checkpoint = Checkpoint { prefixes: &["model"], probe: "embed_tokens.weight" };
 
 impl Qwen3 {
-    /// Run every linear layer's product as `products` asks ([`super::packed`]): what
-    /// `--dtype bf16` and `int8` mean on the CPU.
-    ///
-    /// # Errors
-    /// When a weight cannot be read back from its tensor.
-    pub fn with_products(mut self, products: crate::device::Products) -> candle_core::Result<Self> {
-        for l in &mut self.layers {
-            for lin in [&mut l.qkv, &mut l.o, &mut l.gate_up, &mut l.down] {
-                lin.pack(products)?;
-            }
-        }
-        Ok(self)
-    }
-
     /// Load from a VarBuilder at the weights' root (a `model.` prefix, as causal-LM checkpoints
-    /// have, is detected).
+    /// have, is detected), each linear layer's product run as `products` asks
+    /// ([`super::packed`]: what `--dtype bf16` and `int8` mean on the CPU), packed as its layer
+    /// loads, so the f32 weights are never all held at once.
     ///
     /// # Errors
     /// When a tensor is missing or has the wrong shape, or the config is not one this reads.
-    pub fn load(vb: VarBuilder, cfg: &Qwen3Config) -> candle_core::Result<Self> {
+    pub fn load(
+        vb: VarBuilder,
+        cfg: &Qwen3Config,
+        products: crate::device::Products,
+    ) -> candle_core::Result<Self> {
         let vb = CHECKPOINT.root(vb);
         if cfg.use_sliding_window {
             candle_core::bail!("use_sliding_window is not supported (Qwen3-Embedding does not use it)");
@@ -160,6 +152,11 @@ impl Qwen3 {
                 ])?,
                 down: Linear::load(&m, "down_proj", inter, h, false)?,
             });
+            if let Some(l) = layers.last_mut() {
+                for lin in [&mut l.qkv, &mut l.o, &mut l.gate_up, &mut l.down] {
+                    lin.pack(products)?;
+                }
+            }
         }
         Ok(Self {
             embed: candle_nn::Embedding::new(embed, h),
@@ -224,7 +221,7 @@ mod tests {
     #[test]
     fn tiled_path_equals_padded_path() {
         let (cfg, vb): (Qwen3Config, _) = testing::fixture("qwen3");
-        let m = Qwen3::load(vb, &cfg).unwrap();
+        let m = Qwen3::load(vb, &cfg, crate::device::Products::Tensor).unwrap();
         testing::tiled_equals_padded("qwen3", 500, |b, tiled| m.forward_with(b, tiled));
     }
 }

@@ -245,27 +245,20 @@ impl LayerNames {
 }
 
 impl RopeBert {
-    /// Run every linear layer's product as `products` asks ([`super::packed`]): what
-    /// `--dtype bf16` and `int8` mean on the CPU.
-    ///
-    /// # Errors
-    /// When a weight cannot be read back from its tensor.
-    pub fn with_products(mut self, products: crate::device::Products) -> candle_core::Result<Self> {
-        for l in &mut self.layers {
-            for lin in [&mut l.qkv, &mut l.o, &mut l.gate_up, &mut l.down] {
-                lin.pack(products)?;
-            }
-        }
-        Ok(self)
-    }
-
     /// Load from a VarBuilder at the weights' root (a `new.`, `nomic_bert.` or `gte.` prefix is
-    /// detected).
+    /// detected). Each linear layer's product runs as `products` asks
+    /// ([`super::packed`]: what `--dtype bf16` and `int8` mean on the CPU), packed as its layer
+    /// loads, so the f32 weights are never all held at once.
     ///
     /// # Errors
     /// When a tensor is missing or has the wrong shape, or the config asks for what this does
     /// not implement (partial or interleaved rotation, RMS norms, another RoPE scaling).
-    pub fn load(vb: VarBuilder, cfg: &RopeBertConfig, family: Family) -> candle_core::Result<Self> {
+    pub fn load(
+        vb: VarBuilder,
+        cfg: &RopeBertConfig,
+        family: Family,
+        products: crate::device::Products,
+    ) -> candle_core::Result<Self> {
         let vb = CHECKPOINT.root(vb);
         let (h, nh) = (cfg.hidden_size, cfg.num_attention_heads);
         let inter = cfg.intermediate_size.unwrap_or(4 * h);
@@ -341,6 +334,11 @@ impl RopeBert {
             }
             order = o;
             layers.push(layer);
+            if let Some(l) = layers.last_mut() {
+                for lin in [&mut l.qkv, &mut l.o, &mut l.gate_up, &mut l.down] {
+                    lin.pack(products)?;
+                }
+            }
         }
         Ok(Self {
             word: candle_nn::Embedding::new(word, h),
@@ -441,7 +439,7 @@ mod tests {
     fn tiled_path_equals_padded_path() {
         for (arch, family) in [("nomic_bert", Family::Nomic), ("gte", Family::Gte)] {
             let (cfg, vb): (RopeBertConfig, _) = testing::fixture(arch);
-            let m = RopeBert::load(vb, &cfg, family).unwrap();
+            let m = RopeBert::load(vb, &cfg, family, crate::device::Products::Tensor).unwrap();
             testing::tiled_equals_padded(arch, 900, |b, tiled| m.forward_with(b, tiled));
         }
     }
