@@ -26,28 +26,8 @@ use rayon::prelude::*;
 /// baseline the crate is compiled for. Detected once.
 #[must_use]
 pub(crate) fn simd_level() -> u8 {
-    static DETECTED: std::sync::OnceLock<u8> = std::sync::OnceLock::new();
-    let level = *DETECTED.get_or_init(|| {
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::is_x86_feature_detected as has;
-            // v4's copies are compiled with AVX2 and FMA too: check them as well (a
-            // hypervisor may hide features).
-            if has!("avx512f")
-                && has!("avx512vl")
-                && has!("avx512dq")
-                && has!("avx512bw")
-                && has!("avx2")
-                && has!("fma")
-            {
-                return 2;
-            }
-            if has!("avx2") && has!("fma") {
-                return 1;
-            }
-        }
-        0
-    });
+    // Detected once, where the attention kernels (`seamcut-products`) detect it.
+    let level = seamcut_products::attention::cpu_level();
     #[cfg(test)]
     let level = level.min(SIMD_CAP.with(std::cell::Cell::get));
     level

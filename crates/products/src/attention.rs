@@ -30,10 +30,17 @@ pub struct View<'a> {
     pub offset: usize,
 }
 
-/// `level`, or the best below it this CPU has (checked once).
+/// `level`, or the best below it this CPU has.
 fn usable(level: u8) -> u8 {
+    level.min(cpu_level())
+}
+
+/// The f32 loops' level this CPU has, checked once: 2 AVX-512 (F, VL, DQ, BW) with AVX2 and
+/// FMA, 1 AVX2 with FMA, else 0. seamcut's `fused::simd_level` reads it too.
+#[must_use]
+pub fn cpu_level() -> u8 {
     static HERE: std::sync::OnceLock<u8> = std::sync::OnceLock::new();
-    let here = *HERE.get_or_init(|| {
+    *HERE.get_or_init(|| {
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::is_x86_feature_detected as has;
@@ -51,8 +58,7 @@ fn usable(level: u8) -> u8 {
             }
         }
         0
-    });
-    level.min(here)
+    })
 }
 
 /// Keys per panel of [`PackedKeys`]: one AVX-512 register of f32, two AVX2 registers.
