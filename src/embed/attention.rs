@@ -7,7 +7,8 @@
 //!   query, the context rescaled as the maximum grows): no n×n score matrix is ever held, so
 //!   memory grows linearly with a sequence's length; a sliding window or causal mask visits
 //!   only the key blocks it can reach. Each task packs the keys and values its queries reach
-//!   once, and [`tiles`]' kernels compute the two products (why not `gemm`: see there).
+//!   once, and [`tiles`]' kernels compute the two products (why not `gemm`: see there) and
+//!   the online softmax between them.
 //! - [`padded`] (every other device and dtype): candle's ops on a padded
 //!   `[batch, heads, longest, d]` layout with an additive mask, the score matrix held whole,
 //!   as [`super::encoder`] does there.
@@ -198,7 +199,16 @@ fn query_block<'a>(
         let width = step.width();
         let s = &mut scores[..rows * width];
         tiles::scores(&step, scale, s, super::fused::simd_level());
-        online_softmax(s, width, &live[..rows], &mut m[..rows], &mut l[..rows], acc, d);
+        tiles::online_softmax(
+            s,
+            width,
+            &live[..rows],
+            &mut m[..rows],
+            &mut l[..rows],
+            acc,
+            d,
+            super::fused::simd_level(),
+        );
         tiles::context(&step, s, acc, super::fused::simd_level());
         j0 += cols;
     }
@@ -207,66 +217,6 @@ fn query_block<'a>(
         row.iter_mut().for_each(|x| *x *= inv);
     }
     acc
-}
-
-/// Lanes of the explicit vector loops in [`online_softmax`] (an AVX-512 register of f32).
-const LANES: usize = 16;
-
-super::fused::simd_fn! {
-    /// One key block's step of the online softmax, for `rows` queries: row `r` of `s`
-    /// (`cols` scores) keeps its live keys `live[r]` and zeroes the rest; each live score
-    /// becomes e^(score − the running maximum), the row's running sum `l[r]` and maximum `m[r]`
-    /// are updated, and its context row in `acc` (`d` floats) is rescaled by how far the
-    /// maximum grew. The maximum and the sum run in [`LANES`] explicit lanes, so that the loops
-    /// vectorise (a plain float reduction may not be reordered by the compiler) and compile for
-    /// AVX-512 or AVX2 where the CPU has them: this step was 40% of a long text's time as a
-    /// scalar loop (benches/RESULTS.md).
-    fn online_softmax(s: &mut [f32], cols: usize, live: &[(usize, usize)], m: &mut [f32], l: &mut [f32], acc: &mut [f32], d: usize) {
-        for (r, &(a, b)) in live.iter().enumerate() {
-            let row = &mut s[r * cols..(r + 1) * cols];
-            if a >= b {
-                row.fill(0.0);
-                continue;
-            }
-            row[..a].fill(0.0);
-            row[b..].fill(0.0);
-            let live = &mut row[a..b];
-            let mut lanes = [f32::NEG_INFINITY; LANES];
-            let mut chunks = live.chunks_exact(LANES);
-            for c in &mut chunks {
-                for (x, &y) in lanes.iter_mut().zip(c) {
-                    *x = if y > *x { y } else { *x };
-                }
-            }
-            let mut mx = chunks.remainder().iter().copied().fold(f32::NEG_INFINITY, f32::max);
-            for x in lanes {
-                mx = mx.max(x);
-            }
-            let new_m = m[r].max(mx);
-            let corr = super::fused::exp_fused(m[r] - new_m);
-            // e^(x − max) and its sum in one pass, in lanes.
-            let mut sums = [0f32; LANES];
-            let mut chunks = live.chunks_exact_mut(LANES);
-            for c in &mut chunks {
-                for (x, s) in c.iter_mut().zip(sums.iter_mut()) {
-                    *x = super::fused::exp_fused(*x - new_m);
-                    *s += *x;
-                }
-            }
-            let mut sum = sums.iter().sum::<f32>();
-            for x in chunks.into_remainder() {
-                *x = super::fused::exp_fused(*x - new_m);
-                sum += *x;
-            }
-            l[r] = l[r] * corr + sum;
-            m[r] = new_m;
-            if corr != 1.0 {
-                for x in &mut acc[r * d..(r + 1) * d] {
-                    *x *= corr;
-                }
-            }
-        }
-    }
 }
 
 /// [`tiled`] on candle tensors, `q` `[tokens, heads, d]`, `k` and `v` `[tokens, kv_heads, d]`

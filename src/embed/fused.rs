@@ -109,29 +109,6 @@ pub fn exp(x: f32) -> f32 {
     y * pow2
 }
 
-/// [`exp`] with its polynomial's steps fused (`mul_add`): about half the vector operations
-/// where the CPU has FMA, for loops dominated by it (the tiled attention's online softmax,
-/// a quarter of a long text's attention with [`exp`]). Its bits differ from [`exp`]'s, so it
-/// is not a drop-in for paths that keep theirs, and without FMA each step is a library call.
-#[inline(always)]
-#[must_use]
-pub fn exp_fused(x: f32) -> f32 {
-    let x = x.clamp(-87.3, 88.0);
-    const MAGIC: f32 = 12_582_912.0;
-    let m = x.mul_add(std::f32::consts::LOG2_E, MAGIC);
-    let n = m - MAGIC;
-    let pow2 = f32::from_bits((m.to_bits().wrapping_sub(MAGIC.to_bits()).wrapping_add(127)) << 23);
-    let r = n.mul_add(2.121_944_4e-4, n.mul_add(-0.693_359_4, x));
-    let mut p = 1.987_569_1e-4_f32;
-    p = p.mul_add(r, 1.398_199_9e-3);
-    p = p.mul_add(r, 8.333_452e-3);
-    p = p.mul_add(r, 4.166_579_6e-2);
-    p = p.mul_add(r, 1.666_666_5e-1);
-    p = p.mul_add(r, 0.5);
-    let y = (p * r).mul_add(r, r + 1.0);
-    y * pow2
-}
-
 /// Softmax of one row in place: e^(x − max) / Σ.
 #[inline(always)]
 fn softmax_row(r: &mut [f32]) {
