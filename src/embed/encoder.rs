@@ -21,6 +21,7 @@ use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::VarBuilder;
 use serde::Deserialize;
 
+use super::layers::TokenTable;
 use super::weights::Checkpoint;
 use super::FlatBatch;
 use crate::Result;
@@ -201,7 +202,7 @@ struct Layer {
 
 /// A BERT-style encoder over flat token batches.
 pub struct Encoder {
-    word: candle_nn::Embedding,
+    word: TokenTable,
     pos: candle_nn::Embedding,
     typ0: Tensor,
     ln: Norm,
@@ -248,11 +249,7 @@ impl Encoder {
             );
         }
         let e = vb.pp("embeddings");
-        // Rows come from the file: config.json's vocab_size is sometimes stale.
-        let word = e.get_unchecked("word_embeddings.weight")?;
-        if word.rank() != 2 || word.dim(1)? != h {
-            candle_core::bail!("word_embeddings.weight has shape {:?}, expected [_, {h}]", word.dims());
-        }
+        let word = TokenTable::load(&e, "word_embeddings.weight", h, products)?;
         let pos = e.get((cfg.max_position_embeddings, h), "position_embeddings.weight")?;
         // MPNet has no token types: a zero row.
         let typ = if arch == Arch::Mpnet {
@@ -295,7 +292,7 @@ impl Encoder {
             None
         };
         Ok(Self {
-            word: candle_nn::Embedding::new(word, h),
+            word,
             pos: candle_nn::Embedding::new(pos, h),
             typ0: typ.get(0)?,
             ln,

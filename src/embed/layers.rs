@@ -1,6 +1,7 @@
 //! The layers the long-context architectures share ([`super::modernbert`], [`super::qwen3`]):
 //! a linear layer whose bias is optional, layer norm (bias optional) and RMS norm, each taking
-//! the fused CPU product ([`super::fused`]) for f32 on the CPU and candle's ops elsewhere.
+//! the fused CPU product ([`super::fused`]) for f32 on the CPU and candle's ops elsewhere; and
+//! the token embedding table every architecture ([`super::encoder`] too) holds.
 
 use candle_core::{DType, Module, Tensor};
 use candle_nn::VarBuilder;
@@ -8,6 +9,52 @@ use candle_nn::VarBuilder;
 /// Whether `x` can take the fused CPU ops: f32, contiguous, on the CPU.
 pub(crate) fn fused_cpu(x: &Tensor) -> bool {
     x.device().is_cpu() && x.dtype() == DType::F32 && x.is_contiguous()
+}
+
+/// A token embedding table (`word_embeddings`, `tok_embeddings`, `embed_tokens`), its rows held
+/// at the width the products ask for: as the model computes (f32 on the CPU) for
+/// [`Products::Tensor`](crate::device::Products::Tensor), bf16 when the CPU's products are
+/// reduced (`--dtype bf16` and `int8`). Once the linear layers are packed the table is the
+/// largest tensor left: Qwen3-Embedding-0.6B's is 151,669 × 1,024, 0.62 GB in f32. Looked-up
+/// rows are widened to the model's dtype, so the layers after see the same dtype either way.
+pub struct TokenTable {
+    rows: candle_nn::Embedding,
+    dtype: DType,
+}
+
+impl TokenTable {
+    /// `{name}` `[vocab, hidden]` (the rows come from the file: `config.json`'s `vocab_size` is
+    /// sometimes stale), read at the width `products` asks for (converted as it is read:
+    /// [`super::weights`], so the f32 copy is never whole).
+    ///
+    /// # Errors
+    /// When the tensor is missing or is not `[_, hidden]`.
+    pub fn load(
+        vb: &VarBuilder,
+        name: &str,
+        hidden: usize,
+        products: crate::device::Products,
+    ) -> candle_core::Result<Self> {
+        let held = if products == crate::device::Products::Tensor { vb.dtype() } else { DType::BF16 };
+        let t = vb.get_unchecked_dtype(name, held)?;
+        if t.rank() != 2 || t.dim(1)? != hidden {
+            candle_core::bail!("{name} has shape {:?}, expected [_, {hidden}]", t.dims());
+        }
+        Ok(Self { rows: candle_nn::Embedding::new(t, hidden), dtype: vb.dtype() })
+    }
+
+    /// The rows of `ids`, `[ids, hidden]`, in the model's dtype.
+    ///
+    /// # Errors
+    /// On an id past the table, or a device failure.
+    pub fn forward(&self, ids: &Tensor) -> candle_core::Result<Tensor> {
+        self.rows.forward(ids)?.to_dtype(self.dtype)
+    }
+
+    /// Whether the layers after run on the CPU in f32 (the fused and tiled paths).
+    pub fn f32_cpu(&self) -> bool {
+        self.rows.embeddings().device().is_cpu() && self.dtype == DType::F32
+    }
 }
 
 /// `x · Wᵀ (+ b)`, the weight transposed once at load.
@@ -147,6 +194,38 @@ impl RmsNorm {
     }
 }
 
+impl RmsNorm {
+    /// Normalise, in place, the heads of a host matrix of rows `stride` apart: row `t` holds
+    /// `heads` heads of this norm's width starting at column `offset` (the q or k part of a
+    /// fused QKV matrix, say). The arithmetic of candle's `rms_norm`, which [`Module::forward`]
+    /// runs: the same bits.
+    ///
+    /// # Errors
+    /// When the weight cannot be read back.
+    pub fn apply_host(
+        &self,
+        data: &mut [f32],
+        stride: usize,
+        offset: usize,
+        heads: usize,
+    ) -> candle_core::Result<()> {
+        use rayon::prelude::*;
+        let w: Vec<f32> = self.w.to_dtype(DType::F32)?.to_vec1()?;
+        let d = w.len();
+        let eps = self.eps;
+        data.par_chunks_mut(stride).with_min_len(16).for_each(|row| {
+            for head in row[offset..offset + heads * d].chunks_mut(d) {
+                let sum2 = head.iter().map(|&v| v * v).sum::<f32>();
+                let m = (sum2 / d as f32 + eps).sqrt();
+                for (v, &a) in head.iter_mut().zip(&w) {
+                    *v = *v / m * a;
+                }
+            }
+        });
+        Ok(())
+    }
+}
+
 impl Module for RmsNorm {
     fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
         if x.dtype() == DType::F32 {
@@ -216,16 +295,19 @@ pub fn glu(x: &Tensor, inter: usize, act_at: usize, up_at: usize, act: Act) -> c
 /// Rows of a gated feed-forward's input projected at a time by [`glu_ffn`] on the CPU.
 const FFN_ROWS: usize = 1024;
 
-/// A gated feed-forward's first half: `glu(up_gate(x))`, `[tokens, inter]`. On the CPU in f32
-/// the `[tokens, 2·inter]` projection is made [`FFN_ROWS`] rows at a time, each turned into its
-/// rows of the result at once, so the whole projection is never held: at 8,192 tokens that was
-/// the layer's largest buffer. Elsewhere, [`glu`] of the whole projection.
+/// A gated feed-forward: `down(glu(up_gate(x)))`, `[tokens, out]`. On the CPU in f32 it runs
+/// [`FFN_ROWS`] rows at a time, each block's `[rows, 2·inter]` projection turned into its
+/// `[rows, inter]` activation and that into its rows of the result at once, so neither the
+/// whole projection nor the whole activation is ever held: at 8,192 tokens they were the
+/// layer's largest buffers (Qwen3-0.6B's shape: 201 and 101 MB). Elsewhere, [`glu`] of the
+/// whole projection.
 ///
 /// # Errors
 /// On a shape or device failure.
 pub fn glu_ffn(
     x: &Tensor,
     up_gate: &Linear,
+    down: &Linear,
     inter: usize,
     act_at: usize,
     up_at: usize,
@@ -233,16 +315,24 @@ pub fn glu_ffn(
 ) -> candle_core::Result<Tensor> {
     let n = x.dim(0)?;
     if !fused_cpu(x) || n <= FFN_ROWS {
-        return glu(&up_gate.forward(x)?, inter, act_at, up_at, act);
+        return down.forward(&glu(&up_gate.forward(x)?, inter, act_at, up_at, act)?);
     }
     let g = Glu { inter, act_at, up_at, act };
-    let mut out = vec![0f32; n * inter];
+    let mut out: Vec<f32> = Vec::new();
     for at in (0..n).step_by(FFN_ROWS) {
         let rows = FFN_ROWS.min(n - at);
         let part = up_gate.forward_host(&x.narrow(0, at, rows)?)?;
-        g.rows(&part, part.len() / rows, &mut out[at * inter..(at + rows) * inter])?;
+        let mut y = vec![0f32; rows * inter];
+        g.rows(&part, part.len() / rows, &mut y)?;
+        drop(part);
+        let y = down.forward_host(&Tensor::from_vec(y, (rows, inter), x.device())?)?;
+        if out.is_empty() {
+            out.reserve_exact(n * (y.len() / rows));
+        }
+        out.extend_from_slice(&y);
     }
-    Tensor::from_vec(out, (n, inter), x.device())
+    let width = out.len() / n;
+    Tensor::from_vec(out, (n, width), x.device())
 }
 
 /// [`glu`]'s fused CPU pass.

@@ -18,12 +18,12 @@
 
 use std::collections::HashMap;
 
-use candle_core::{DType, Device, Module, Tensor};
+use candle_core::{Device, Module, Tensor};
 use candle_nn::VarBuilder;
 use serde::Deserialize;
 
 use super::attention::{self, Heads, Mask, View};
-use super::layers::{fused_cpu, glu_ffn, Act, LayerNorm, Linear};
+use super::layers::{fused_cpu, glu_ffn, Act, LayerNorm, Linear, TokenTable};
 use super::rotary::Rotary;
 use super::weights::Checkpoint;
 use super::FlatBatch;
@@ -133,7 +133,7 @@ struct Layer {
 
 /// A ModernBERT encoder.
 pub struct ModernBert {
-    tok: candle_nn::Embedding,
+    tok: TokenTable,
     norm: LayerNorm,
     layers: Vec<Layer>,
     final_norm: LayerNorm,
@@ -172,10 +172,7 @@ impl ModernBert {
             candle_core::bail!("hidden_size {h} does not split into {nh} heads of an even size");
         }
         let d = h / nh;
-        let tok = vb.get_unchecked("embeddings.tok_embeddings.weight")?;
-        if tok.rank() != 2 || tok.dim(1)? != h {
-            candle_core::bail!("tok_embeddings.weight has shape {:?}, expected [_, {h}]", tok.dims());
-        }
+        let tok = TokenTable::load(&vb, "embeddings.tok_embeddings.weight", h, products)?;
         let eps = cfg.norm_eps;
         let norm = LayerNorm::load(&vb, "embeddings.norm", h, eps, cfg.norm_bias)?;
         let mut layers = Vec::with_capacity(cfg.num_hidden_layers);
@@ -203,7 +200,7 @@ impl ModernBert {
             }
         }
         Ok(Self {
-            tok: candle_nn::Embedding::new(tok, h),
+            tok,
             norm,
             layers,
             final_norm: LayerNorm::load(&vb, "final_norm", h, eps, cfg.norm_bias)?,
@@ -224,8 +221,7 @@ impl ModernBert {
     /// # Errors
     /// On a device or shape failure.
     pub fn forward(&self, batch: &FlatBatch) -> Result<Tensor> {
-        let x = self.tok.embeddings();
-        self.forward_with(batch, x.device().is_cpu() && x.dtype() == DType::F32)
+        self.forward_with(batch, self.tok.f32_cpu())
     }
 
     /// [`Self::forward`] with the tiled CPU attention (`tiled`) or candle's padded one.
@@ -264,8 +260,8 @@ impl ModernBert {
             };
             x = (x + layer.wo.forward(&ctx)?)?;
             // Wi gives [N, 2I]: the input, then the gate.
-            let y = glu_ffn(&layer.mlp_norm.forward(&x)?, &layer.wi, self.inter, 0, self.inter, self.act)?;
-            x = (x + layer.mlp_wo.forward(&y)?)?;
+            let normed = layer.mlp_norm.forward(&x)?;
+            x = (x + glu_ffn(&normed, &layer.wi, &layer.mlp_wo, self.inter, 0, self.inter, self.act)?)?;
         }
         Ok(self.final_norm.forward(&x)?)
     }

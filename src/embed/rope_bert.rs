@@ -19,12 +19,12 @@
 //! (`layers.N.self_attn.q_proj`, …, `post_attention_layernorm`, `mlp.gate_proj`,
 //! `post_mlp_layernorm`). A bias is used where the checkpoint has one.
 
-use candle_core::{DType, Device, Module, Tensor};
+use candle_core::{Device, Module, Tensor};
 use candle_nn::VarBuilder;
 use serde::Deserialize;
 
 use super::attention::{self, Heads, Mask, View};
-use super::layers::{fused_cpu, glu_ffn, Act, LayerNorm, Linear};
+use super::layers::{fused_cpu, glu_ffn, Act, LayerNorm, Linear, TokenTable};
 use super::rotary::Rotary;
 use super::weights::Checkpoint;
 use super::FlatBatch;
@@ -117,7 +117,7 @@ struct Layer {
 
 /// A NomicBERT or GTE encoder.
 pub struct RopeBert {
-    word: candle_nn::Embedding,
+    word: TokenTable,
     /// Token type 0's row, where the model has token types.
     typ0: Option<Tensor>,
     ln: LayerNorm,
@@ -304,10 +304,7 @@ impl RopeBert {
         };
         let rope = rotary(cfg, family, d)?;
         let e = vb.pp("embeddings");
-        let word = e.get_unchecked("word_embeddings.weight")?;
-        if word.rank() != 2 || word.dim(1)? != h {
-            candle_core::bail!("word_embeddings.weight has shape {:?}, expected [_, {h}]", word.dims());
-        }
+        let word = TokenTable::load(&e, "word_embeddings.weight", h, products)?;
         let typ0 = if e.contains_tensor("token_type_embeddings.weight") && cfg.type_vocab_size != Some(0) {
             Some(e.get_unchecked("token_type_embeddings.weight")?.get(0)?)
         } else {
@@ -341,7 +338,7 @@ impl RopeBert {
             }
         }
         Ok(Self {
-            word: candle_nn::Embedding::new(word, h),
+            word,
             typ0,
             ln,
             layers,
@@ -362,8 +359,7 @@ impl RopeBert {
     /// # Errors
     /// On a device or shape failure.
     pub fn forward(&self, batch: &FlatBatch) -> Result<Tensor> {
-        let x = self.word.embeddings();
-        self.forward_with(batch, x.device().is_cpu() && x.dtype() == DType::F32)
+        self.forward_with(batch, self.word.f32_cpu())
     }
 
     /// [`Self::forward`] with the tiled CPU attention (`tiled`) or candle's padded one.
@@ -396,8 +392,8 @@ impl RopeBert {
                 attention::padded(&q, &k, &v, &batch.cu_seqlens, heads, Mask::Full)?
             };
             x = layer.ln1.forward(&(x + layer.o.forward(&ctx)?)?)?;
-            let y = glu_ffn(&x, &layer.gate_up, self.inter, self.gate_at, self.up_at, self.act)?;
-            x = layer.ln2.forward(&(x + layer.down.forward(&y)?)?)?;
+            let y = glu_ffn(&x, &layer.gate_up, &layer.down, self.inter, self.gate_at, self.up_at, self.act)?;
+            x = layer.ln2.forward(&(x + y)?)?;
         }
         Ok(x)
     }
