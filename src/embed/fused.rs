@@ -21,6 +21,7 @@
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, CustomOp3, Layout, Shape, Tensor};
 use gemm::{gemm, Parallelism};
 use rayon::prelude::*;
+use seamcut_products::rows;
 
 /// The vector level the CPU runs: 2 = AVX-512 (F, VL, DQ, BW), 1 = AVX2 with FMA, 0 = the
 /// baseline the crate is compiled for. Detected once.
@@ -82,111 +83,6 @@ macro_rules! simd_fn {
     };
 }
 pub(crate) use simd_fn;
-
-/// e^x for f32 (Cephes' `expf`: x = n·ln 2 + r, |r| ≤ ln 2 / 2, a degree-6 polynomial in r,
-/// scaled by 2ⁿ through the exponent bits), within about 2 ulp; branch-free so loops over it
-/// vectorise. Inputs below −87.3 give 2⁻¹²⁶ rather than 0 (softmax adds them to a sum ≥ 1);
-/// above 88 (where e^x nears f32's largest value), e⁸⁸.
-#[inline(always)]
-#[must_use]
-pub fn exp(x: f32) -> f32 {
-    let x = x.clamp(-87.3, 88.0);
-    // Round to nearest by adding 1.5·2²³: n is then both `m − 1.5·2²³` and the low bits of
-    // m's representation, so 2ⁿ is built from bits with no float-to-int conversion (which
-    // did not vectorise) and no call to floorf (where SSE4.1 is not assumed).
-    const MAGIC: f32 = 12_582_912.0;
-    let m = x * std::f32::consts::LOG2_E + MAGIC;
-    let n = m - MAGIC;
-    let pow2 = f32::from_bits((m.to_bits().wrapping_sub(MAGIC.to_bits()).wrapping_add(127)) << 23);
-    let r = x - n * 0.693_359_4 - n * -2.121_944_4e-4;
-    let mut p = 1.987_569_1e-4_f32;
-    p = p * r + 1.398_199_9e-3;
-    p = p * r + 8.333_452e-3;
-    p = p * r + 4.166_579_6e-2;
-    p = p * r + 1.666_666_5e-1;
-    p = p * r + 0.5; // Cephes' 5.0000001201e-1, which is 0.5 in f32
-    let y = p * r * r + r + 1.0;
-    y * pow2
-}
-
-/// Softmax of one row in place: e^(x − max) / Σ.
-#[inline(always)]
-fn softmax_row(r: &mut [f32]) {
-    let max = max(r);
-    for x in r.iter_mut() {
-        *x = exp(*x - max);
-    }
-    let sum = sum(r);
-    let inv = 1.0 / sum;
-    for x in r.iter_mut() {
-        *x *= inv;
-    }
-}
-
-simd_fn! {
-    /// Softmax of each row of `l` in place.
-    fn softmax_rows(scores: &mut [f32], l: usize) {
-        // Plain `for` loops: iterator adaptors such as `for_each` go through `fold`, which
-        // the compiler did not inline here, leaving the body compiled for baseline x86-64.
-        for r in scores.chunks_mut(l) {
-            softmax_row(r);
-        }
-    }
-}
-
-/// The largest element (−∞ for none), in 16 independent lanes.
-#[inline(always)]
-fn max(v: &[f32]) -> f32 {
-    let mut acc = [f32::NEG_INFINITY; 16];
-    let mut chunks = v.chunks_exact(16);
-    for c in &mut chunks {
-        for (a, &x) in acc.iter_mut().zip(c) {
-            *a = if x > *a { x } else { *a };
-        }
-    }
-    let mut m = f32::NEG_INFINITY;
-    for &x in acc.iter().chain(chunks.remainder()) {
-        m = if x > m { x } else { m };
-    }
-    m
-}
-
-/// Σ of a slice in 16 independent lanes (a float sum in order does not vectorise).
-#[inline(always)]
-fn sum(v: &[f32]) -> f32 {
-    let mut acc = [0f32; 16];
-    let mut chunks = v.chunks_exact(16);
-    for c in &mut chunks {
-        for (a, &x) in acc.iter_mut().zip(c) {
-            *a += x;
-        }
-    }
-    let mut total = 0f32;
-    for &x in acc.iter().chain(chunks.remainder()) {
-        total += x;
-    }
-    total
-}
-
-/// Σ (x − mean)² of a slice, lanes as in [`sum`].
-#[inline(always)]
-fn sum_sq_dev(v: &[f32], mean: f32) -> f32 {
-    let mut acc = [0f32; 16];
-    let mut chunks = v.chunks_exact(16);
-    for c in &mut chunks {
-        for (a, &x) in acc.iter_mut().zip(c) {
-            *a += (x - mean) * (x - mean);
-        }
-    }
-    let mut total = 0f32;
-    for &a in &acc {
-        total += a;
-    }
-    for &x in chunks.remainder() {
-        total += (x - mean) * (x - mean);
-    }
-    total
-}
 
 fn parallelism() -> Parallelism {
     match rayon::current_num_threads() {
@@ -544,7 +440,7 @@ impl CustomOp1 for Attention<'_> {
                         }
                     }
                 }
-                softmax_rows(scores, l);
+                rows::softmax_rows(simd_level(), scores, l);
                 // ctx[i, c] = Σj p[i, j] v[j, c], into the output's rows and this head's columns
                 gemm(
                     l,
@@ -632,37 +528,8 @@ impl candle_core::InplaceOp2 for AddLayerNorm<'_> {
         let (w, c, eps) = (self.weight, self.bias, self.eps);
         a.par_chunks_mut(h * 16)
             .zip(b.par_chunks(h * 16))
-            .for_each(|(a, b)| add_norm_rows(a, self.a_bias, b, w, c, eps));
+            .for_each(|(a, b)| rows::add_norm_rows(simd_level(), a, self.a_bias, b, w, c, eps));
         Ok(())
-    }
-}
-
-simd_fn! {
-    /// `a = LayerNorm((a + ab) + b)` row by row, rows of `w.len()`; `ab`, when given, is added
-    /// to every row of `a`.
-    fn add_norm_rows(a: &mut [f32], ab: Option<&[f32]>, b: &[f32], w: &[f32], c: &[f32], eps: f32) {
-        let h = w.len();
-        for (o, b) in a.chunks_mut(h).zip(b.chunks(h)) {
-            match ab {
-                Some(ab) => {
-                    for (o, (&ab, &b)) in o.iter_mut().zip(ab.iter().zip(b)) {
-                        *o = (*o + ab) + b;
-                    }
-                }
-                None => {
-                    for (o, &b) in o.iter_mut().zip(b) {
-                        *o += b;
-                    }
-                }
-            }
-            // Two passes (mean, then the squared deviations), as torch computes it.
-            let mean = sum(o) / h as f32;
-            let var = sum_sq_dev(o, mean) / h as f32;
-            let inv = 1.0 / (var + eps).sqrt();
-            for (o, (&w, &c)) in o.iter_mut().zip(w.iter().zip(c)) {
-                *o = (*o - mean) * inv * w + c;
-            }
-        }
     }
 }
 
@@ -735,60 +602,5 @@ mod tests {
             gflop / f32s,
             f32s / amx
         );
-    }
-
-    #[test]
-    fn exp_is_accurate() {
-        let mut worst = 0f64;
-        for i in -870_000..=880_000 {
-            let x = i as f32 / 10_000.0;
-            let want = f64::from(x).exp();
-            let rel = (f64::from(exp(x)) - want).abs() / want;
-            worst = worst.max(rel);
-        }
-        assert!(worst < 3e-7, "max relative error {worst}");
-        assert!(exp(-1000.0) < 1e-37 && exp(-1000.0) >= 0.0);
-    }
-
-    /// Every vector level gives the same bits for these loops: softmax, layer norm, GELU (not
-    /// the encoder's output as a whole: gemm picks its own kernels by CPU). Meaningful in an
-    /// optimised build (`cargo test --release --lib embed::`), where the copies are
-    /// vectorised; the dev profile compiles this crate without optimisation, where all three
-    /// are the same scalar code.
-    #[test]
-    fn every_level_gives_the_same_bits() {
-        let v: Vec<f32> = (0..389).map(|i| ((i * 7919) % 211) as f32 / 17.0 - 6.0).collect();
-        let w: Vec<f32> = (0..389).map(|i| 1.0 + (i % 7) as f32 / 9.0).collect();
-        let run = || {
-            let mut s = v.clone();
-            softmax_rows(&mut s, 97); // rows of 97: a tail past every vector width
-            let mut o = v.clone();
-            add_norm_rows(&mut o, None, &s, &w, &v, 1e-12);
-            let mut g = vec![0f32; 389];
-            super::super::gelu::gelu_slice(&mut g, &v);
-            (s, o, g)
-        };
-        let top = run();
-        for level in [1, 0] {
-            cap_simd(level);
-            let got = run();
-            cap_simd(u8::MAX);
-            assert!(got == top, "level {level} differs from level {}", simd_level());
-        }
-    }
-
-    #[test]
-    fn softmax_and_sums_match_plain_loops() {
-        let v: Vec<f32> = (0..37).map(|i| ((i * 7919) % 101) as f32 / 13.0 - 3.0).collect();
-        let mut r = v.clone();
-        softmax_rows(&mut r, v.len());
-        let max = v.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        let e: Vec<f64> = v.iter().map(|&x| f64::from(x - max).exp()).collect();
-        let z: f64 = e.iter().sum();
-        for (a, b) in r.iter().zip(&e) {
-            assert!((f64::from(*a) - b / z).abs() < 1e-6);
-        }
-        let plain: f32 = v.iter().sum();
-        assert!((sum(&v) - plain).abs() < 1e-4);
     }
 }

@@ -343,38 +343,6 @@ struct Glu {
     act: Act,
 }
 
-super::fused::simd_fn! {
-    /// One row of [`glu`]: `o[j] = act(a[j]) · u[j]`, `act` 0 GELU (erf), 1 GELU (tanh),
-    /// 2 SiLU, 3 ReLU.
-    fn glu_row(o: &mut [f32], a: &[f32], u: &[f32], act: u8) {
-        match act {
-            0 => {
-                for (o, (&x, &g)) in o.iter_mut().zip(a.iter().zip(u)) {
-                    *o = 0.5 * x * (1.0 + super::gelu::erf(x * std::f32::consts::FRAC_1_SQRT_2)) * g;
-                }
-            }
-            1 => {
-                for (o, (&x, &g)) in o.iter_mut().zip(a.iter().zip(u)) {
-                    // tanh(z) = 1 − 2 / (e^(2z) + 1)
-                    let z = 0.797_884_6 * (x + 0.044_715 * x * x * x);
-                    let t = 1.0 - 2.0 / (super::fused::exp(2.0 * z) + 1.0);
-                    *o = 0.5 * x * (1.0 + t) * g;
-                }
-            }
-            2 => {
-                for (o, (&x, &g)) in o.iter_mut().zip(a.iter().zip(u)) {
-                    *o = x / (1.0 + super::fused::exp(-x)) * g;
-                }
-            }
-            _ => {
-                for (o, (&x, &g)) in o.iter_mut().zip(a.iter().zip(u)) {
-                    *o = if x > 0.0 { x * g } else { 0.0 };
-                }
-            }
-        }
-    }
-}
-
 impl candle_core::CustomOp1 for Glu {
     fn name(&self) -> &'static str {
         "seamcut-glu"
@@ -404,6 +372,7 @@ impl Glu {
         if self.act_at.max(self.up_at) + i > w {
             candle_core::bail!("seamcut-glu: {w} columns do not hold two halves of {i}");
         }
+        let level = super::fused::simd_level();
         let code = match self.act {
             Act::GeluErf => 0,
             Act::GeluTanh => 1,
@@ -411,7 +380,13 @@ impl Glu {
             Act::Relu => 3,
         };
         out.par_chunks_mut(i).zip(x.par_chunks(w)).with_min_len(16).for_each(|(o, row)| {
-            glu_row(o, &row[self.act_at..self.act_at + i], &row[self.up_at..self.up_at + i], code);
+            seamcut_products::rows::glu_row(
+                level,
+                o,
+                &row[self.act_at..self.act_at + i],
+                &row[self.up_at..self.up_at + i],
+                code,
+            );
         });
         Ok(())
     }

@@ -33,7 +33,7 @@ pub struct View<'a> {
 }
 
 /// `level`, or the best below it this CPU has.
-fn usable(level: u8) -> u8 {
+pub(crate) fn usable(level: u8) -> u8 {
     level.min(cpu_level())
 }
 

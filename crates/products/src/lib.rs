@@ -5,6 +5,8 @@
 //! - [`bf16`]: `--dtype bf16` on CPUs with AVX-512 BF16 (AMD Zen 4 and later, Intel Cooper
 //!   Lake); seamcut's AMX tiles (`seamcut::embed::amx`) serve Sapphire Rapids and later.
 //! - [`attention`]: the f32 kernels of the long-context architectures' tiled attention.
+//! - [`rows`]: the f32 row loops of the fused CPU ops (softmax, layer norm, GELU, gated
+//!   activations).
 //!
 //! A crate of its own so that seamcut's debug builds compile it optimised, as they do the
 //! dependencies (`[profile.dev.package.seamcut-products]`): the tests run real models through
@@ -13,6 +15,7 @@
 pub mod attention;
 pub mod bf16;
 pub mod int8;
+pub mod rows;
 
 fn round_up(x: usize, to: usize) -> usize {
     x.div_ceil(to) * to
