@@ -192,9 +192,7 @@ impl RmsNorm {
     pub fn load(vb: &VarBuilder, name: &str, h: usize, eps: f64) -> candle_core::Result<Self> {
         Ok(Self { w: vb.get(h, &format!("{name}.weight"))?, eps: eps as f32 })
     }
-}
 
-impl RmsNorm {
     /// Normalise, in place, the heads of a host matrix of rows `stride` apart: row `t` holds
     /// `heads` heads of this norm's width starting at column `offset` (the q or k part of a
     /// fused QKV matrix, say). The arithmetic of candle's `rms_norm`, which [`Module::forward`]
