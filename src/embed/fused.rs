@@ -48,42 +48,6 @@ pub(crate) fn cap_simd(level: u8) {
     SIMD_CAP.with(|c| c.set(level));
 }
 
-/// Defines `fn $name(args)` that runs its body compiled for AVX-512 or AVX2 with FMA when
-/// the CPU has them ([`simd_level`]). The crate is built for baseline x86-64, where the
-/// compiler may only use SSE2; the bodies are loops written to vectorise (independent lanes,
-/// no branches) with `#[inline(always)]` helpers, so each copy is compiled for its features.
-/// (A closure handed to a `#[target_feature]` function is not inlined into it reliably:
-/// measured, it was not, so the bodies are spelled out here.)
-macro_rules! simd_fn {
-    ($(#[$m:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $body:block) => {
-        $(#[$m])*
-        $vis fn $name($($arg: $ty),*) {
-            #[inline(always)]
-            fn body($($arg: $ty),*) $body
-            #[cfg(target_arch = "x86_64")]
-            {
-                #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw,avx2,fma")]
-                unsafe fn v4($($arg: $ty),*) {
-                    body($($arg),*)
-                }
-                #[target_feature(enable = "avx2,fma")]
-                unsafe fn v3($($arg: $ty),*) {
-                    body($($arg),*)
-                }
-                match $crate::embed::fused::simd_level() {
-                    // SAFETY: the level's features were detected on this CPU.
-                    2 => return unsafe { v4($($arg),*) },
-                    // SAFETY: as above.
-                    1 => return unsafe { v3($($arg),*) },
-                    _ => {}
-                }
-            }
-            body($($arg),*)
-        }
-    };
-}
-pub(crate) use simd_fn;
-
 fn parallelism() -> Parallelism {
     match rayon::current_num_threads() {
         0 | 1 => Parallelism::None,

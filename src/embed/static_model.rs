@@ -306,7 +306,7 @@ impl Embedder for StaticEmbedder {
                         mapping: self.mapping.as_deref(),
                         weights: self.weights.as_deref(),
                     };
-                    sum_rows(row, seq, &table);
+                    sum_rows(super::fused::simd_level(), row, seq, &table);
                     normalize(row);
                     return;
                 }
@@ -501,7 +501,7 @@ mod f16_rows {
     }
 }
 
-super::fused::simd_fn! {
+seamcut_products::level_fn! {
     /// `row += weight(id) · matrix[row(id)]` for every id of `seq` (ids outside the matrix, a
     /// tokenizer's added tokens, are skipped), compiled for the CPU's widest vectors.
     fn sum_rows(row: &mut [f32], seq: &[u32], t: &Table<'_>) {
@@ -548,7 +548,7 @@ mod tests {
             let t32 = Table { m: &m32[..], d, rows, mapping: map, weights: wts };
             let (mut a, mut b) = (vec![0f32; d], vec![0f32; d]);
             sum(&mut a, &seq, &t16);
-            sum_rows(&mut b, &seq, &t32);
+            sum_rows(crate::embed::fused::simd_level(), &mut b, &seq, &t32);
             assert_eq!(a, b);
             assert!(a.iter().any(|&x| x != 0.0));
         }

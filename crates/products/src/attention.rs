@@ -33,7 +33,8 @@ pub struct View<'a> {
 }
 
 /// `level`, or the best below it this CPU has.
-pub(crate) fn usable(level: u8) -> u8 {
+#[must_use]
+pub fn usable(level: u8) -> u8 {
     level.min(cpu_level())
 }
 

@@ -8,12 +8,14 @@
 //! unoptimised, these loops and their iterator adaptors were about a third of a MiniLM test's
 //! time.
 
-/// Defines `pub fn $name(level: u8, args)`, which runs its body compiled for AVX-512 (level 2)
-/// or AVX2 with FMA (1) where the CPU has them, else for the baseline. The bodies are loops
+/// Defines `fn $name(level: u8, args)`, which runs its body compiled for AVX-512 (level 2)
+/// or AVX2 with FMA (1) where the CPU has them, else for the baseline (seamcut's static model
+/// defines its row sums with it too). The bodies are loops
 /// written to vectorise (independent lanes, no branches) with `#[inline(always)]` helpers, so
 /// each copy is compiled for its features. (A closure handed to a `#[target_feature]`
 /// function is not inlined into it reliably: measured, it was not, so the bodies are spelled
 /// out here.)
+#[macro_export]
 macro_rules! level_fn {
     ($(#[$m:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $body:block) => {
         $(#[$m])*
@@ -30,7 +32,7 @@ macro_rules! level_fn {
                 unsafe fn v3($($arg: $ty),*) {
                     body($($arg),*)
                 }
-                match crate::attention::usable(level) {
+                match $crate::attention::usable(level) {
                     // SAFETY: the level's features were detected on this CPU.
                     2 => return unsafe { v4($($arg),*) },
                     // SAFETY: as above.
