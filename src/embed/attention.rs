@@ -200,6 +200,7 @@ fn query_block<'a>(
         let s = &mut scores[..rows * width];
         tiles::scores(&step, scale, s, super::fused::simd_level());
         tiles::online_softmax(
+            super::fused::simd_level(),
             s,
             width,
             &live[..rows],
@@ -207,7 +208,6 @@ fn query_block<'a>(
             &mut l[..rows],
             acc,
             d,
-            super::fused::simd_level(),
         );
         tiles::context(&step, s, acc, super::fused::simd_level());
         j0 += cols;

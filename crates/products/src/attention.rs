@@ -419,120 +419,73 @@ fn context_tile<const R: usize, const C: usize>(
 /// Lanes of the explicit vector loops in [`online_softmax`] (an AVX-512 register of f32).
 const LANES: usize = 16;
 
-/// One key block's step of the online softmax, for `rows` queries: row `r` of `s`
-/// (`cols` scores) keeps its live keys `live[r]` and zeroes the rest; each live score
-/// becomes e^(score − the running maximum), the row's running sum `l[r]` and maximum `m[r]`
-/// are updated, and its context row in `acc` (`d` floats) is rescaled by how far the
-/// maximum grew. The maximum and the sum run in [`LANES`] explicit lanes, so that the loops
-/// vectorise (a plain float reduction may not be reordered by the compiler) and compile for
-/// AVX-512 or AVX2 where the CPU has them: this step was 40% of a long text's time as a
-/// scalar loop (benches/RESULTS.md). `level` names the copy, as for [`scores`]; the
-/// exponential is [`exp_fused`], one fused chain in every copy, so all give the same bits.
-///
-/// # Panics
-/// When a slice is too short for `live.len()` rows.
-#[allow(clippy::too_many_arguments)]
-pub fn online_softmax(
-    s: &mut [f32],
-    cols: usize,
-    live: &[(usize, usize)],
-    m: &mut [f32],
-    l: &mut [f32],
-    acc: &mut [f32],
-    d: usize,
-    level: u8,
-) {
-    let rows = live.len();
-    assert!(s.len() >= rows * cols && m.len() >= rows && l.len() >= rows && acc.len() >= rows * d);
-    #[cfg(target_arch = "x86_64")]
-    match usable(level) {
-        // SAFETY (both): the level's features were detected on this CPU.
-        2 => return unsafe { online_softmax_v4(s, cols, live, m, l, acc, d) },
-        1 => return unsafe { online_softmax_v3(s, cols, live, m, l, acc, d) },
-        _ => {}
-    }
-    online_softmax_in(s, cols, live, m, l, acc, d);
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw,avx2,fma")]
-unsafe fn online_softmax_v4(
-    s: &mut [f32],
-    cols: usize,
-    live: &[(usize, usize)],
-    m: &mut [f32],
-    l: &mut [f32],
-    acc: &mut [f32],
-    d: usize,
-) {
-    online_softmax_in(s, cols, live, m, l, acc, d);
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn online_softmax_v3(
-    s: &mut [f32],
-    cols: usize,
-    live: &[(usize, usize)],
-    m: &mut [f32],
-    l: &mut [f32],
-    acc: &mut [f32],
-    d: usize,
-) {
-    online_softmax_in(s, cols, live, m, l, acc, d);
-}
-
-#[inline(always)]
-fn online_softmax_in(
-    s: &mut [f32],
-    cols: usize,
-    live: &[(usize, usize)],
-    m: &mut [f32],
-    l: &mut [f32],
-    acc: &mut [f32],
-    d: usize,
-) {
-    for (r, &(a, b)) in live.iter().enumerate() {
-        let row = &mut s[r * cols..(r + 1) * cols];
-        if a >= b {
-            row.fill(0.0);
-            continue;
-        }
-        row[..a].fill(0.0);
-        row[b..].fill(0.0);
-        let live = &mut row[a..b];
-        let mut lanes = [f32::NEG_INFINITY; LANES];
-        let mut chunks = live.chunks_exact(LANES);
-        for c in &mut chunks {
-            for (x, &y) in lanes.iter_mut().zip(c) {
-                *x = if y > *x { y } else { *x };
+crate::level_fn! {
+    /// One key block's step of the online softmax, for `rows` queries: row `r` of `s`
+    /// (`cols` scores) keeps its live keys `live[r]` and zeroes the rest; each live score
+    /// becomes e^(score − the running maximum), the row's running sum `l[r]` and maximum `m[r]`
+    /// are updated, and its context row in `acc` (`d` floats) is rescaled by how far the
+    /// maximum grew. The maximum and the sum run in [`LANES`] explicit lanes, so that the loops
+    /// vectorise (a plain float reduction may not be reordered by the compiler) and compile for
+    /// AVX-512 or AVX2 where the CPU has them: this step was 40% of a long text's time as a
+    /// scalar loop (benches/RESULTS.md). `level` names the copy, as for [`scores`]; the
+    /// exponential is [`exp_fused`], one fused chain in every copy, so all give the same bits.
+    ///
+    /// # Panics
+    /// When a slice is too short for `live.len()` rows.
+    #[allow(clippy::too_many_arguments)]
+    pub fn online_softmax(
+        s: &mut [f32],
+        cols: usize,
+        live: &[(usize, usize)],
+        m: &mut [f32],
+        l: &mut [f32],
+        acc: &mut [f32],
+        d: usize,
+    ) {
+        let rows = live.len();
+        assert!(s.len() >= rows * cols && m.len() >= rows && l.len() >= rows && acc.len() >= rows * d);
+        for (r, &(a, b)) in live.iter().enumerate() {
+            let row = &mut s[r * cols..(r + 1) * cols];
+            if a >= b {
+                row.fill(0.0);
+                continue;
             }
-        }
-        let mut mx = chunks.remainder().iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        for x in lanes {
-            mx = mx.max(x);
-        }
-        let new_m = m[r].max(mx);
-        let corr = exp_fused(m[r] - new_m);
-        // e^(x − max) and its sum in one pass, in lanes.
-        let mut sums = [0f32; LANES];
-        let mut chunks = live.chunks_exact_mut(LANES);
-        for c in &mut chunks {
-            for (x, s) in c.iter_mut().zip(sums.iter_mut()) {
+            row[..a].fill(0.0);
+            row[b..].fill(0.0);
+            let live = &mut row[a..b];
+            let mut lanes = [f32::NEG_INFINITY; LANES];
+            let mut chunks = live.chunks_exact(LANES);
+            for c in &mut chunks {
+                for (x, &y) in lanes.iter_mut().zip(c) {
+                    *x = if y > *x { y } else { *x };
+                }
+            }
+            let mut mx = chunks.remainder().iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            for x in lanes {
+                mx = mx.max(x);
+            }
+            let new_m = m[r].max(mx);
+            let corr = exp_fused(m[r] - new_m);
+            // e^(x − max) and its sum in one pass, in lanes.
+            let mut sums = [0f32; LANES];
+            let mut chunks = live.chunks_exact_mut(LANES);
+            for c in &mut chunks {
+                for (x, s) in c.iter_mut().zip(sums.iter_mut()) {
+                    *x = exp_fused(*x - new_m);
+                    *s += *x;
+                }
+            }
+            let mut sum = sums.iter().sum::<f32>();
+            for x in chunks.into_remainder() {
                 *x = exp_fused(*x - new_m);
-                *s += *x;
+                sum += *x;
             }
-        }
-        let mut sum = sums.iter().sum::<f32>();
-        for x in chunks.into_remainder() {
-            *x = exp_fused(*x - new_m);
-            sum += *x;
-        }
-        l[r] = l[r] * corr + sum;
-        m[r] = new_m;
-        if corr != 1.0 {
-            for x in &mut acc[r * d..(r + 1) * d] {
-                *x *= corr;
+            l[r] = l[r] * corr + sum;
+            m[r] = new_m;
+            if corr != 1.0 {
+                for x in &mut acc[r * d..(r + 1) * d] {
+                    *x *= corr;
+                }
             }
         }
     }
