@@ -73,14 +73,55 @@ use seamcut_products::attention as tiles;
 /// When the views or `cu_seqlens` do not fit the token count and head shape (a caller bug).
 #[must_use]
 pub fn tiled(q: View, k: View, v: View, cu_seqlens: &[usize], heads: Heads, mask: Mask) -> Vec<f32> {
+    let n = check(k, v, cu_seqlens, heads);
+    let need = if n == 0 { 0 } else { (n - 1) * q.stride + q.offset + heads.heads * heads.dim };
+    assert!(q.data.len() >= need, "attention: a view is too short for {n} tokens");
+    let mut out: Vec<f32> = Vec::with_capacity(n * heads.heads * heads.dim);
+    // Not zeroed first: the tasks write every row of every head once.
+    run(Queries::View(q), k, v, cu_seqlens, heads, mask, SharedOut(out.as_mut_ptr()));
+    // SAFETY: every (sequence, query block, head) was written by one task of `run`, and they
+    // tile the n × h values.
+    unsafe { out.set_len(n * heads.heads * heads.dim) };
+    out
+}
+
+/// [`tiled`] with the queries `q` `[tokens, heads·dim]` (row-major) overwritten by the context:
+/// no buffer of the context's size beside them (Qwen3-0.6B at 8,192 tokens: 67 MB a layer).
+///
+/// # Panics
+/// As [`tiled`], and when `q` is not `tokens × heads·dim`.
+pub fn tiled_in_place(q: &mut [f32], k: View, v: View, cu_seqlens: &[usize], heads: Heads, mask: Mask) {
+    let n = check(k, v, cu_seqlens, heads);
+    assert_eq!(q.len(), n * heads.heads * heads.dim, "attention: the queries are not {n} rows");
+    run(Queries::Output, k, v, cu_seqlens, heads, mask, SharedOut(q.as_mut_ptr()));
+}
+
+/// The token count, after checking the keys' and values' views and `cu_seqlens`.
+fn check(k: View, v: View, cu_seqlens: &[usize], heads: Heads) -> usize {
     let Heads { heads: nh, kv_heads, dim: d, .. } = heads;
     assert!(kv_heads > 0 && nh.is_multiple_of(kv_heads), "{nh} heads over {kv_heads} kv heads");
     let n = *cu_seqlens.last().unwrap_or(&0);
     assert!(cu_seqlens.first().is_none_or(|&f| f == 0) && cu_seqlens.windows(2).all(|w| w[0] <= w[1]));
-    for (m, heads_in) in [(&q, nh), (&k, kv_heads), (&v, kv_heads)] {
-        let need = if n == 0 { 0 } else { (n - 1) * m.stride + m.offset + heads_in * d };
+    for m in [&k, &v] {
+        let need = if n == 0 { 0 } else { (n - 1) * m.stride + m.offset + kv_heads * d };
         assert!(m.data.len() >= need, "attention: a view is too short for {n} tokens");
     }
+    n
+}
+
+/// Where [`run`]'s tasks read their queries.
+#[derive(Clone, Copy)]
+enum Queries<'a> {
+    View(View<'a>),
+    /// In the output, `[tokens, heads·dim]`: each task copies its block's queries out before it
+    /// writes the block's context over them.
+    Output,
+}
+
+/// The tasks of [`tiled`] and [`tiled_in_place`], writing the context `[tokens, heads·dim]`
+/// through `dst`.
+fn run(q: Queries, k: View, v: View, cu_seqlens: &[usize], heads: Heads, mask: Mask, dst: SharedOut) {
+    let Heads { heads: nh, kv_heads, dim: d, .. } = heads;
     let h = nh * d;
     let group = nh / kv_heads;
     // One task per (sequence, key/value head, up to TASK_BLOCKS query blocks): it packs the
@@ -95,9 +136,6 @@ pub fn tiled(q: View, k: View, v: View, cu_seqlens: &[usize], heads: Heads, mask
             })
         })
         .collect();
-    // Not zeroed first: the tasks write every row of every head once.
-    let mut out: Vec<f32> = Vec::with_capacity(n * h);
-    let dst = SharedOut(out.as_mut_ptr());
     tasks.par_iter().for_each_init(Scratch::new, |sc, &(seq, kh, b0, nb)| {
         let (s0, s1) = (cu_seqlens[seq], cu_seqlens[seq + 1]);
         let len = s1 - s0;
@@ -106,24 +144,37 @@ pub fn tiled(q: View, k: View, v: View, cu_seqlens: &[usize], heads: Heads, mask
         let lo = mask.range(b0 * BLOCK, len).0 / tiles::PANEL * tiles::PANEL;
         let hi = mask.range(((b0 + nb) * BLOCK).min(len) - 1, len).1;
         sc.keys.fill(k, v, kh, s0 + lo..s0 + hi, d, super::fused::simd_level());
+        let mut copied = std::mem::take(&mut sc.queries);
         for b in b0..b0 + nb {
+            let (t0, rows) = (s0 + b * BLOCK, BLOCK.min(len - b * BLOCK));
             for hd in kh * group..(kh + 1) * group {
-                let ctx = query_block(sc, q, hd, s0, b * BLOCK, len, lo, heads, mask);
+                let (qs, q_stride) = match q {
+                    Queries::View(q) => (&q.data[t0 * q.stride + q.offset + hd * d..], q.stride),
+                    Queries::Output => {
+                        copied.clear();
+                        for r in 0..rows {
+                            // SAFETY: row t0 + r, columns hd·d..(hd+1)·d belong to this task alone
+                            // (tasks split the sequences, heads and query blocks), and it writes
+                            // them only below, after this copy.
+                            let row = unsafe {
+                                std::slice::from_raw_parts(dst.ptr().add((t0 + r) * h + hd * d), d)
+                            };
+                            copied.extend_from_slice(row);
+                        }
+                        (copied.as_slice(), d)
+                    }
+                };
+                let ctx = query_block(sc, qs, q_stride, b * BLOCK, len, lo, heads, mask);
                 for (r, row) in ctx.chunks_exact(d).enumerate() {
-                    // SAFETY: row s0 + b·BLOCK + r, columns hd·d..(hd+1)·d belong to this task
-                    // alone (tasks split the sequences, heads and query blocks).
-                    let o = unsafe {
-                        std::slice::from_raw_parts_mut(dst.ptr().add((s0 + b * BLOCK + r) * h + hd * d), d)
-                    };
+                    // SAFETY: as above: this task's rows and head alone.
+                    let o =
+                        unsafe { std::slice::from_raw_parts_mut(dst.ptr().add((t0 + r) * h + hd * d), d) };
                     o.copy_from_slice(row);
                 }
             }
         }
+        sc.queries = copied;
     });
-    // SAFETY: every (sequence, query block, head) was written by one task above, and they
-    // tile the n × h values.
-    unsafe { out.set_len(n * h) };
-    out
 }
 
 /// Query blocks per task of [`tiled`]: enough that packing the keys is a small part of a
@@ -137,6 +188,8 @@ struct Scratch {
     acc: Vec<f32>,
     stats: Vec<f32>,
     live: Vec<(usize, usize)>,
+    /// A block's queries for one head, where they are read from the output.
+    queries: Vec<f32>,
 }
 
 impl Scratch {
@@ -147,19 +200,19 @@ impl Scratch {
             acc: Vec::new(),
             stats: vec![0f32; 2 * BLOCK],
             live: vec![(0, 0); BLOCK],
+            queries: Vec::new(),
         }
     }
 }
 
-/// Head `hd`'s context for the queries of sequence positions `i0..` (one block, within the
-/// sequence of `len` starting at token `s0`), against the keys packed in `sc` from position
-/// `lo`: rows of `d`, normalised.
+/// One head's context for the queries of sequence positions `i0..` (one block, within a
+/// sequence of `len`; `q` its first query, the next `q_stride` on), against the keys packed in
+/// `sc` from position `lo`: rows of `d`, normalised.
 #[allow(clippy::too_many_arguments)]
 fn query_block<'a>(
     sc: &'a mut Scratch,
-    q: View,
-    hd: usize,
-    s0: usize,
+    q: &[f32],
+    q_stride: usize,
     i0: usize,
     len: usize,
     lo: usize,
@@ -168,7 +221,7 @@ fn query_block<'a>(
 ) -> &'a [f32] {
     let (d, scale) = (heads.dim, heads.scale);
     let rows = BLOCK.min(len - i0);
-    let Scratch { keys, scores, acc, stats, live } = sc;
+    let Scratch { keys, scores, acc, stats, live, .. } = sc;
     acc.clear();
     acc.resize(rows * d, 0.0);
     let (m, l) = stats.split_at_mut(BLOCK);
@@ -186,8 +239,8 @@ fn query_block<'a>(
             *span = (a.clamp(j0, j0 + cols) - j0, b.clamp(j0, j0 + cols) - j0);
         }
         let step = tiles::Step {
-            q: &q.data[(s0 + i0) * q.stride + q.offset + hd * d..],
-            q_stride: q.stride,
+            q,
+            q_stride,
             rows,
             keys: keys.keys(j0 - lo),
             v: keys.values(j0 - lo),
@@ -354,6 +407,35 @@ mod tests {
                     let same = best.iter().zip(&other).all(|(a, b)| a.to_bits() == b.to_bits());
                     assert!(same, "{nh}/{kvh}x{d} {mask:?}: level {level} differs");
                 }
+            }
+        }
+    }
+
+    /// The context written over the queries is the context written beside them, bit for
+    /// bit: sequences of several blocks (so tasks of several query blocks), grouped-query
+    /// heads, every mask.
+    #[test]
+    fn in_place_equals_beside() {
+        let cu = vec![0usize, 1, 70, 75, 75 + 300, 75 + 300 + 1200];
+        let n = *cu.last().unwrap();
+        for (nh, kvh, d) in [(4usize, 2usize, 16usize), (2, 1, 64)] {
+            let heads = Heads { heads: nh, kv_heads: kvh, dim: d, scale: 1.0 / (d as f32).sqrt() };
+            let q = pseudo(n * nh * d, 1);
+            let kv = pseudo(n * 2 * kvh * d, 2);
+            let view = |offset| View { data: &kv, stride: 2 * kvh * d, offset };
+            for mask in [Mask::Full, Mask::Window(40), Mask::Causal] {
+                let beside = tiled(
+                    View { data: &q, stride: nh * d, offset: 0 },
+                    view(0),
+                    view(kvh * d),
+                    &cu,
+                    heads,
+                    mask,
+                );
+                let mut over = q.clone();
+                tiled_in_place(&mut over, view(0), view(kvh * d), &cu, heads, mask);
+                let same = beside.iter().zip(&over).all(|(a, b)| a.to_bits() == b.to_bits());
+                assert!(same && beside.len() == over.len(), "{nh}/{kvh}x{d} {mask:?}");
             }
         }
     }

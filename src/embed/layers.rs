@@ -13,19 +13,27 @@ pub(crate) fn fused_cpu(x: &Tensor) -> bool {
 
 /// A token embedding table (`word_embeddings`, `tok_embeddings`, `embed_tokens`), its rows held
 /// at the width the products ask for: as the model computes (f32 on the CPU) for
-/// [`Products::Tensor`](crate::device::Products::Tensor), bf16 when the CPU's products are
-/// reduced (`--dtype bf16` and `int8`). Once the linear layers are packed the table is the
-/// largest tensor left: Qwen3-Embedding-0.6B's is 151,669 × 1,024, 0.62 GB in f32. Looked-up
-/// rows are widened to the model's dtype, so the layers after see the same dtype either way.
+/// [`Products::Tensor`](crate::device::Products::Tensor), bf16 for `--dtype bf16`, int8 for
+/// `--dtype int8` (one scale per row and block of 64 values, as the products quantize their
+/// activations: [`seamcut_products::int8::Rows`]). Once the linear layers are packed the table
+/// is the largest tensor left: Qwen3-Embedding-0.6B's is 151,669 × 1,024, 0.62 GB in f32,
+/// 0.31 GB in bf16, 0.16 GB in int8. Looked-up rows are widened to the model's dtype, so the
+/// layers after see the same dtype either way.
 pub struct TokenTable {
-    rows: candle_nn::Embedding,
+    rows: Rows,
     dtype: DType,
+}
+
+enum Rows {
+    Tensor(candle_nn::Embedding),
+    Int8 { rows: seamcut_products::int8::Rows, hidden: usize, device: candle_core::Device },
 }
 
 impl TokenTable {
     /// `{name}` `[vocab, hidden]` (the rows come from the file: `config.json`'s `vocab_size` is
     /// sometimes stale), read at the width `products` asks for (converted as it is read:
-    /// [`super::weights`], so the f32 copy is never whole).
+    /// [`super::weights`], so the f32 copy is never whole; int8 is quantized from the bf16
+    /// rows, a slice at a time).
     ///
     /// # Errors
     /// When the tensor is missing or is not `[_, hidden]`.
@@ -35,12 +43,25 @@ impl TokenTable {
         hidden: usize,
         products: crate::device::Products,
     ) -> candle_core::Result<Self> {
-        let held = if products == crate::device::Products::Tensor { vb.dtype() } else { DType::BF16 };
+        use crate::device::Products;
+        let held = if products == Products::Tensor { vb.dtype() } else { DType::BF16 };
         let t = vb.get_unchecked_dtype(name, held)?;
         if t.rank() != 2 || t.dim(1)? != hidden {
             candle_core::bail!("{name} has shape {:?}, expected [_, {hidden}]", t.dims());
         }
-        Ok(Self { rows: candle_nn::Embedding::new(t, hidden), dtype: vb.dtype() })
+        let rows = if products == Products::Int8 && t.device().is_cpu() {
+            // 4 Mi values at a time: the table's f32 copy is never whole.
+            let (vocab, step) = (t.dim(0)?, ((4 << 20) / hidden.max(1)).max(1));
+            let mut q = seamcut_products::int8::Rows::new(hidden);
+            for r0 in (0..vocab).step_by(step) {
+                let part = t.narrow(0, r0, step.min(vocab - r0))?.to_dtype(DType::F32)?;
+                q.extend(&part.flatten_all()?.to_vec1::<f32>()?);
+            }
+            Rows::Int8 { rows: q, hidden, device: t.device().clone() }
+        } else {
+            Rows::Tensor(candle_nn::Embedding::new(t, hidden))
+        };
+        Ok(Self { rows, dtype: vb.dtype() })
     }
 
     /// The rows of `ids`, `[ids, hidden]`, in the model's dtype.
@@ -48,12 +69,31 @@ impl TokenTable {
     /// # Errors
     /// On an id past the table, or a device failure.
     pub fn forward(&self, ids: &Tensor) -> candle_core::Result<Tensor> {
-        self.rows.forward(ids)?.to_dtype(self.dtype)
+        match &self.rows {
+            Rows::Tensor(e) => e.forward(ids)?.to_dtype(self.dtype),
+            Rows::Int8 { rows, hidden, device } => {
+                let mut shape = ids.dims().to_vec();
+                shape.push(*hidden);
+                let ids = ids.flatten_all()?.to_dtype(DType::U32)?.to_vec1::<u32>()?;
+                let mut out = vec![0f32; ids.len() * hidden];
+                for (&id, o) in ids.iter().zip(out.chunks_exact_mut((*hidden).max(1))) {
+                    if id as usize >= rows.len() {
+                        candle_core::bail!("token id {id} is past the embedding table's {} rows", rows.len());
+                    }
+                    rows.row_into(id as usize, o);
+                }
+                Tensor::from_vec(out, shape, device)?.to_dtype(self.dtype)
+            }
+        }
     }
 
     /// Whether the layers after run on the CPU in f32 (the fused and tiled paths).
     pub fn f32_cpu(&self) -> bool {
-        self.rows.embeddings().device().is_cpu() && self.dtype == DType::F32
+        let cpu = match &self.rows {
+            Rows::Tensor(e) => e.embeddings().device().is_cpu(),
+            Rows::Int8 { device, .. } => device.is_cpu(),
+        };
+        cpu && self.dtype == DType::F32
     }
 }
 
@@ -435,6 +475,38 @@ pub(crate) mod testing {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each `--dtype`'s table gives the f32 rows for any shape of ids (bf16's within its
+    /// rounding, int8's within that and half a step of its block's scale; tables longer than a load
+    /// slice, widths not a whole block), and an id past the table is an error, not a panic.
+    #[test]
+    fn every_width_of_table_gives_the_rows() {
+        use crate::device::Products;
+        let dev = candle_core::Device::Cpu;
+        let (vocab, hidden) = (50_000usize, 100usize);
+        let table: Vec<f32> =
+            (0..vocab * hidden).map(|i| ((i * 7919 % 2003) as f32 - 1001.0) / 997.0).collect();
+        let t = Tensor::from_vec(table.clone(), (vocab, hidden), &dev).unwrap();
+        let vb = VarBuilder::from_tensors([("emb".to_string(), t)].into(), DType::F32, &dev);
+        let ids = Tensor::new(&[[0u32, 49_999, 7], [31_234, 0, 2]], &dev).unwrap();
+        for (products, tol) in [
+            (Products::Tensor, 0.0),
+            (Products::Bf16, 1.01 / 256.0),
+            (Products::Int8, 1.01 / 254.0 + 1.01 / 512.0),
+        ] {
+            let tt = TokenTable::load(&vb, "emb", hidden, products).unwrap();
+            let got = tt.forward(&ids).unwrap();
+            assert_eq!(got.dims(), &[2, 3, hidden], "{products:?}");
+            let got = got.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+            for (row, &id) in got.chunks(hidden).zip(&[0usize, 49_999, 7, 31_234, 0, 2]) {
+                for (a, b) in row.iter().zip(&table[id * hidden..(id + 1) * hidden]) {
+                    assert!((a - b).abs() <= tol, "{products:?} id {id}: {a} for {b}");
+                }
+            }
+            let past = tt.forward(&Tensor::new(&[3u32, 50_000], &dev).unwrap());
+            assert!(past.is_err(), "{products:?}");
+        }
+    }
 
     /// The fused GLU pass equals candle's ops (narrow, activation, product) for every
     /// activation, with the halves either way round.

@@ -61,8 +61,11 @@ fn default_act() -> String {
 
 struct Layer {
     input_norm: RmsNorm,
-    /// q, k and v side by side: `[hidden, (heads + 2·kv_heads)·head_dim]`.
-    qkv: Linear,
+    /// `[hidden, heads·head_dim]`: its own product, so that the tiled attention can write the
+    /// context over its output ([`attention::tiled_in_place`]).
+    q: Linear,
+    /// k and v side by side: `[hidden, 2·kv_heads·head_dim]`.
+    kv: Linear,
     q_norm: RmsNorm,
     k_norm: RmsNorm,
     o: Linear,
@@ -134,8 +137,8 @@ impl Qwen3 {
             let m = l.pp("mlp");
             layers.push(Layer {
                 input_norm: RmsNorm::load(&l, "input_layernorm", h, eps)?,
-                qkv: Linear::concat(&[
-                    Linear::load(&a, "q_proj", h, nh * d, bias)?,
+                q: Linear::load(&a, "q_proj", h, nh * d, bias)?,
+                kv: Linear::concat(&[
                     Linear::load(&a, "k_proj", h, kvh * d, bias)?,
                     Linear::load(&a, "v_proj", h, kvh * d, bias)?,
                 ])?,
@@ -150,7 +153,7 @@ impl Qwen3 {
                 down: Linear::load(&m, "down_proj", inter, h, false)?,
             });
             if let Some(l) = layers.last_mut() {
-                for lin in [&mut l.qkv, &mut l.o, &mut l.gate_up, &mut l.down] {
+                for lin in [&mut l.q, &mut l.kv, &mut l.o, &mut l.gate_up, &mut l.down] {
                     lin.pack(products)?;
                 }
             }
@@ -184,39 +187,43 @@ impl Qwen3 {
         let rope = self.rope.tables(batch, &self.device, x.dtype())?;
         for layer in &self.layers {
             let ctx = if tiled && fused_cpu(&x) {
-                // [N, (heads + 2·kv_heads)·d], made on the host where attention reads it, q and
-                // k normed and rotated in place: candle's ops on q, k and v apart held 0.5 GB
-                // more at 8,192 tokens (Qwen3-0.6B's shape).
-                let mut host = layer.qkv.forward_host(&layer.input_norm.forward(&x)?)?;
-                let stride = (nh + 2 * kvh) * d;
-                layer.q_norm.apply_host(&mut host, stride, 0, nh)?;
-                layer.k_norm.apply_host(&mut host, stride, nh * d, kvh)?;
-                rope.apply_host(&mut host, stride, 0, nh);
-                rope.apply_host(&mut host, stride, nh * d, kvh);
-                let view = |offset| View { data: &host, stride, offset };
-                let ctx = attention::tiled(
+                // Made on the host where attention reads them, q and k normed and rotated in
+                // place, and the context written over q: candle's ops on q, k and v apart held
+                // 0.5 GB more at 8,192 tokens (Qwen3-0.6B's shape), and a context beside q 67 MB.
+                let normed = layer.input_norm.forward(&x)?;
+                let (mut q, mut kv) = (layer.q.forward_host(&normed)?, layer.kv.forward_host(&normed)?);
+                drop(normed);
+                let stride = 2 * kvh * d;
+                layer.q_norm.apply_host(&mut q, nh * d, 0, nh)?;
+                layer.k_norm.apply_host(&mut kv, stride, 0, kvh)?;
+                rope.apply_host(&mut q, nh * d, 0, nh);
+                rope.apply_host(&mut kv, stride, 0, kvh);
+                let view = |offset| View { data: &kv, stride, offset };
+                attention::tiled_in_place(
+                    &mut q,
                     view(0),
-                    view(nh * d),
-                    view((nh + kvh) * d),
+                    view(kvh * d),
                     &batch.cu_seqlens,
                     self.heads,
                     Mask::Causal,
                 );
-                Tensor::from_vec(ctx, (n, nh * d), &self.device)?
+                drop(kv);
+                Tensor::from_vec(q, (n, nh * d), &self.device)?
             } else {
-                // The projection lives only until q, k and v are made from it.
-                let (q, k, v) = {
-                    let qkv = layer.qkv.forward(&layer.input_norm.forward(&x)?)?;
-                    let part = |at: usize, heads: usize| {
-                        qkv.narrow(1, at * d, heads * d).and_then(|t| t.reshape((n, heads, d)))
-                    };
-                    let q = rope.apply(&layer.q_norm.forward(&part(0, nh)?)?)?;
-                    let k = rope.apply(&layer.k_norm.forward(&part(nh, kvh)?)?)?;
-                    (q, k, part(nh + kvh, kvh)?.contiguous()?)
+                let normed = layer.input_norm.forward(&x)?;
+                let q = layer.q.forward(&normed)?.reshape((n, nh, d))?;
+                let q = rope.apply(&layer.q_norm.forward(&q)?)?;
+                // The projection lives only until k and v are made from it.
+                let (k, v) = {
+                    let kv = layer.kv.forward(&normed)?;
+                    let part = |at: usize| kv.narrow(1, at * d, kvh * d).and_then(|t| t.reshape((n, kvh, d)));
+                    (rope.apply(&layer.k_norm.forward(&part(0)?)?)?, part(kvh)?.contiguous()?)
                 };
                 attention::padded(&q, &k, &v, &batch.cu_seqlens, self.heads, Mask::Causal)?
             };
+            // The context goes as soon as it is projected, before the feed-forward's buffers.
             x = (x + layer.o.forward(&ctx)?)?;
+            drop(ctx);
             let normed = layer.post_norm.forward(&x)?;
             x = (x + glu_ffn(&normed, &layer.gate_up, &layer.down, self.inter, 0, self.inter, Act::Silu)?)?;
         }

@@ -184,6 +184,66 @@ impl Packed {
     }
 }
 
+/// Rows of a table (a token embedding table) held as int8, with one scale per row and block
+/// of [`KB`] values, as the activations are quantized ([`quantize_rows`]): a quarter of the
+/// f32 table, read back a row at a time.
+#[derive(Debug, Clone, Default)]
+pub struct Rows {
+    k: usize,
+    kp: usize,
+    q: Vec<i8>,
+    /// `[rows][kp/KB]`.
+    scale: Vec<f32>,
+}
+
+impl Rows {
+    /// An empty table of rows `k` wide.
+    #[must_use]
+    pub fn new(k: usize) -> Self {
+        Self { k, kp: round_up(k.max(1), KB), q: Vec::new(), scale: Vec::new() }
+    }
+
+    /// Quantize and append the rows of `x` (`k` wide).
+    ///
+    /// # Panics
+    /// If `x` is not whole rows.
+    pub fn extend(&mut self, x: &[f32]) {
+        assert!(x.len().is_multiple_of(self.k.max(1)), "rows of {}", self.k);
+        let n = x.len() / self.k.max(1);
+        let (q0, s0) = (self.q.len(), self.scale.len());
+        self.q.resize(q0 + n * self.kp, 0);
+        self.scale.resize(s0 + n * self.kp / KB, 0.0);
+        quantize_rows(x, self.k, self.kp, &mut self.q[q0..], &mut self.scale[s0..]);
+    }
+
+    /// Rows held.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.q.len() / self.kp
+    }
+
+    /// Whether no row is held.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.q.is_empty()
+    }
+
+    /// Row `i`, dequantized into `out` (`k` values).
+    ///
+    /// # Panics
+    /// If `i` is past the table or `out` is not `k` long.
+    pub fn row_into(&self, i: usize, out: &mut [f32]) {
+        assert_eq!(out.len(), self.k, "a row of {}", self.k);
+        let nb = self.kp / KB;
+        let q = &self.q[i * self.kp..i * self.kp + self.k];
+        for ((o, q), &s) in out.chunks_mut(KB).zip(q.chunks(KB)).zip(&self.scale[i * nb..(i + 1) * nb]) {
+            for (o, &q) in o.iter_mut().zip(q) {
+                *o = f32::from(q) * s;
+            }
+        }
+    }
+}
+
 /// Where weight `(r, j)` lies in the packed layout.
 fn at(kp: usize, r: usize, j: usize) -> usize {
     ((j / COLS * (kp / 4) + r / 4) * COLS + j % COLS) * 4 + r % 4
@@ -625,6 +685,39 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A table's rows come back within half a step of their block's scale, an outlier value
+    /// coarsening only its own block, appended in pieces or at once alike.
+    #[test]
+    fn table_rows_come_back_within_half_a_step() {
+        let k = 150;
+        let mut x = noise(7 * k, 3);
+        x[2 * k + 70] = 40.0;
+        let mut whole = Rows::new(k);
+        whole.extend(&x);
+        let mut parts = Rows::new(k);
+        parts.extend(&x[..3 * k]);
+        parts.extend(&x[3 * k..]);
+        assert_eq!((whole.len(), parts.len()), (7, 7));
+        let (mut a, mut b) = (vec![0f32; k], vec![0f32; k]);
+        for (i, row) in x.chunks(k).enumerate() {
+            whole.row_into(i, &mut a);
+            parts.row_into(i, &mut b);
+            assert_eq!(a, b);
+            for (j, (&got, &want)) in a.iter().zip(row).enumerate() {
+                let max =
+                    row[j / KB * KB..(j / KB * KB + KB).min(k)].iter().fold(0f32, |m, v| m.max(v.abs()));
+                assert!(
+                    (got - want).abs() <= max / 127.0 / 2.0 + 1e-6,
+                    "row {i} value {j}: {got} for {want}"
+                );
+            }
+        }
+        // The outlier's block (values 64..128 of row 2) is coarse; the blocks beside it are not.
+        whole.row_into(2, &mut a);
+        let err = |r: std::ops::Range<usize>| r.map(|j| (a[j] - x[2 * k + j]).abs()).fold(0f32, f32::max);
+        assert!(err(0..64) < 0.005 && err(128..150) < 0.005 && err(64..128) > 0.01);
     }
 
     /// The products are the f32 product's within int8's rounding, outlier channels included:
