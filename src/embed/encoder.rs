@@ -96,7 +96,7 @@ impl Linear {
     fn load(vb: &VarBuilder, name: &str, inp: usize, out: usize) -> candle_core::Result<Self> {
         let w = vb.get((out, inp), &format!("{name}.weight"))?;
         let b = vb.get(out, &format!("{name}.bias"))?;
-        Self::new(w.t()?.contiguous()?, b)
+        Self::new(super::layers::transposed(&w)?, b)
     }
 
     fn new(wt: Tensor, b: Tensor) -> candle_core::Result<Self> {

@@ -11,6 +11,29 @@ pub(crate) fn fused_cpu(x: &Tensor) -> bool {
     x.device().is_cpu() && x.dtype() == DType::F32 && x.is_contiguous()
 }
 
+/// `w` `[out, in]` as the contiguous `[in, out]` the products read: on the CPU in f32 through
+/// [`seamcut_products::transpose`] (candle's strided copy went element by element: a third of
+/// loading MPNet in int8), elsewhere through candle. The same values either way.
+///
+/// # Errors
+/// When `w` is not a matrix, or on a device failure.
+pub(crate) fn transposed(w: &Tensor) -> candle_core::Result<Tensor> {
+    let (rows, cols) = w.dims2()?;
+    if !fused_cpu(w) {
+        return w.t()?.contiguous();
+    }
+    let host = {
+        let (storage, layout) = w.storage_and_layout();
+        match (&*storage, layout.contiguous_offsets()) {
+            (candle_core::Storage::Cpu(candle_core::CpuStorage::F32(v)), Some((a, b))) => {
+                seamcut_products::transpose(&v[a..b], rows, cols)
+            }
+            _ => return w.t()?.contiguous(),
+        }
+    };
+    Tensor::from_vec(host, (cols, rows), w.device())
+}
+
 /// A token embedding table (`word_embeddings`, `tok_embeddings`, `embed_tokens`), its rows held
 /// at the width the products ask for: as the model computes (f32 on the CPU) for
 /// [`Products::Tensor`](crate::device::Products::Tensor), bf16 for `--dtype bf16`, int8 for
@@ -121,7 +144,7 @@ impl Linear {
     ) -> candle_core::Result<Self> {
         let w = vb.get((out, inp), &format!("{name}.weight"))?;
         let b = if bias { Some(vb.get(out, &format!("{name}.bias"))?) } else { None };
-        Ok(Self { wt: w.t()?.contiguous()?, b, packed: None })
+        Ok(Self { wt: transposed(&w)?, b, packed: None })
     }
 
     /// Pack the weight for `products` (f32 on the CPU only), and let go of its f32 copy.

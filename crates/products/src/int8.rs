@@ -251,9 +251,14 @@ fn at(kp: usize, r: usize, j: usize) -> usize {
 
 #[inline(always)]
 fn quantize(v: f32, inv: f32) -> i8 {
-    // |v · inv| ≤ 127 by the scale's choice; `as` saturates anything else (NaN → 0). Ties to
-    // even, one vector instruction (`f32::round`, ties away, is a libm call).
-    (v * inv).round_ties_even() as i8
+    // |v · inv| ≤ 127 by the scale's choice; `as` saturates anything else (NaN → 0). Rounded
+    // to nearest, ties to even, by adding and taking away 1.5 · 2²³: from 2²³ on, f32s are
+    // whole numbers, so the sum rounds (the default rounding mode: to nearest even) and the
+    // difference is exact, for any |x| < 2²². `round_ties_even` gives the same values but is
+    // a call to libm's `rintf` on baseline x86-64 (no SSE4.1): 27% of loading MPNet in int8.
+    const MAGIC: f32 = 12_582_912.0;
+    let x = v * inv;
+    ((x + MAGIC) - MAGIC) as i8
 }
 
 /// Rows of `x` (`k` wide) as int8, `kp` wide (zero padded), and their scales, one per row
@@ -685,6 +690,22 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The quantizer rounds as `round_ties_even` does, ties and signs included, and saturates
+    /// as `as` does (NaN → 0).
+    #[test]
+    fn quantize_rounds_ties_to_even() {
+        for i in -2600..=2600 {
+            let x = i as f32 * 0.05;
+            assert_eq!(quantize(x, 1.0), x.round_ties_even() as i8, "{x}");
+        }
+        for x in [0.5f32, 1.5, 2.5, -0.5, -1.5, 126.5, -126.5, 127.49, -127.5, 0.49999997] {
+            assert_eq!(quantize(x, 1.0), x.round_ties_even() as i8, "{x}");
+        }
+        assert_eq!(quantize(f32::NAN, 1.0), 0);
+        assert_eq!(quantize(300.0, 1.0), 127);
+        assert_eq!(quantize(-300.0, 1.0), -128);
     }
 
     /// A table's rows come back within half a step of their block's scale, an outlier value
