@@ -157,23 +157,40 @@ impl Packed {
     pub fn new(wt: &[f32], k: usize, m: usize) -> Self {
         assert_eq!(wt.len(), k * m, "a {k}×{m} matrix");
         let (kp, mp) = (round_up(k.max(1), KB), round_up(m.max(1), GROUP));
+        // Three passes, each split across threads where its output is (blocks of KB rows, or
+        // groups of COLS columns), every value computed as a serial loop would: the load
+        // quantizes every weight of the model.
+        let rows = |b: usize| wt.chunks(m.max(1)).skip(b * KB).take(KB);
         let mut max = vec![0f32; kp / KB * mp];
-        for (r, row) in wt.chunks(m.max(1)).enumerate() {
-            for (a, &v) in max[r / KB * mp..].iter_mut().zip(row) {
-                *a = a.max(v.abs());
+        max.par_chunks_mut(mp).enumerate().for_each(|(b, max)| {
+            for row in rows(b) {
+                for (a, &v) in max.iter_mut().zip(row) {
+                    *a = a.max(v.abs());
+                }
             }
-        }
+        });
         let scale: Vec<f32> = max.iter().map(|&a| a / 127.0).collect();
         let inv: Vec<f32> = max.iter().map(|&a| if a > 0.0 { 127.0 / a } else { 0.0 }).collect();
-        let mut data = vec![0i8; kp * mp];
         let mut shift = vec![0i32; kp / KB * mp];
-        for (r, row) in wt.chunks(m.max(1)).enumerate() {
-            for (j, &v) in row.iter().enumerate() {
-                let q = quantize(v, inv[r / KB * mp + j]);
-                shift[r / KB * mp + j] -= 128 * i32::from(q);
-                data[at(kp, r, j)] = q;
+        shift.par_chunks_mut(mp).enumerate().for_each(|(b, shift)| {
+            let inv = &inv[b * mp..];
+            for row in rows(b) {
+                for (j, &v) in row.iter().enumerate() {
+                    shift[j] -= 128 * i32::from(quantize(v, inv[j]));
+                }
             }
-        }
+        });
+        let mut data = vec![0i8; kp * mp];
+        data.par_chunks_mut(kp * COLS).enumerate().for_each(|(g, data)| {
+            let cols = g * COLS..((g + 1) * COLS).min(m);
+            let start = g * kp * COLS;
+            for (r, row) in wt.chunks(m.max(1)).enumerate() {
+                let inv = &inv[r / KB * mp..];
+                for j in cols.clone() {
+                    data[at(kp, r, j) - start] = quantize(row[j], inv[j]);
+                }
+            }
+        });
         Self { k, m, kp, mp, data, scale, shift }
     }
 

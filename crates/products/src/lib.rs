@@ -21,8 +21,8 @@ fn round_up(x: usize, to: usize) -> usize {
     x.div_ceil(to) * to
 }
 
-/// `src` (`rows × cols`, row-major) transposed: `cols × rows`, row-major. In tiles of 32 × 32,
-/// so that reads and writes both stay within a few cache lines; candle's strided copy, which
+/// `src` (`rows × cols`, row-major) transposed: `cols × rows`, row-major, 32 output rows a
+/// task, so that reads and writes both stay within a few cache lines; candle's strided copy, which
 /// seamcut used to transpose every weight at load, goes element by element (a third of
 /// loading MPNet in int8).
 ///
@@ -32,16 +32,24 @@ fn round_up(x: usize, to: usize) -> usize {
 pub fn transpose(src: &[f32], rows: usize, cols: usize) -> Vec<f32> {
     const T: usize = 32;
     assert_eq!(src.len(), rows * cols, "a {rows}×{cols} matrix");
+    use rayon::prelude::*;
     let mut out = vec![0f32; rows * cols];
-    for r0 in (0..rows).step_by(T) {
-        for c0 in (0..cols).step_by(T) {
-            for r in r0..(r0 + T).min(rows) {
-                for c in c0..(c0 + T).min(cols) {
-                    out[c * rows + r] = src[r * cols + c];
-                }
+    if rows == 0 {
+        return out;
+    }
+    // T output rows (source columns) a task, the threads writing apart.
+    out.par_chunks_mut(T * rows).enumerate().for_each(|(t, out)| {
+        let c0 = t * T;
+        let width = out.len() / rows;
+        // Each source row gives T contiguous values, one to each of the T output rows, whose
+        // cache lines stay in L1 from one source row to the next.
+        for r in 0..rows {
+            let from = &src[r * cols + c0..r * cols + c0 + width];
+            for (c, &v) in from.iter().enumerate() {
+                out[c * rows + r] = v;
             }
         }
-    }
+    });
     out
 }
 
