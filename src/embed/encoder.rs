@@ -109,7 +109,8 @@ impl Linear {
     fn pack(&mut self, products: crate::device::Products) -> candle_core::Result<()> {
         if self.b_host.is_some() && products != crate::device::Products::Tensor {
             let (k, m) = self.wt.dims2()?;
-            self.packed = super::packed::Weight::new(products, &self.wt.flatten_all()?.to_vec1()?, k, m);
+            self.packed =
+                super::layers::with_host_f32(&self.wt, |wt| super::packed::Weight::new(products, wt, k, m))?;
             if self.packed.is_some() {
                 self.wt = Tensor::zeros((0, 0), DType::F32, &Device::Cpu)?;
             }

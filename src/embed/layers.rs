@@ -11,6 +11,23 @@ pub(crate) fn fused_cpu(x: &Tensor) -> bool {
     x.device().is_cpu() && x.dtype() == DType::F32 && x.is_contiguous()
 }
 
+/// `f` of `t`'s values: borrowed where `t` is a contiguous f32 tensor on the CPU (a weight at
+/// load: no copy of it), copied out as f32 otherwise.
+///
+/// # Errors
+/// When the values cannot be read back.
+pub(crate) fn with_host_f32<R>(t: &Tensor, f: impl FnOnce(&[f32]) -> R) -> candle_core::Result<R> {
+    if fused_cpu(t) {
+        let (storage, layout) = t.storage_and_layout();
+        if let (candle_core::Storage::Cpu(candle_core::CpuStorage::F32(v)), Some((a, b))) =
+            (&*storage, layout.contiguous_offsets())
+        {
+            return Ok(f(&v[a..b]));
+        }
+    }
+    Ok(f(&t.flatten_all()?.to_dtype(DType::F32)?.to_vec1::<f32>()?))
+}
+
 /// `w` `[out, in]` as the contiguous `[in, out]` the products read: on the CPU in f32 through
 /// [`seamcut_products::transpose`] (candle's strided copy went element by element: a third of
 /// loading MPNet in int8), elsewhere through candle. The same values either way.
@@ -22,15 +39,7 @@ pub(crate) fn transposed(w: &Tensor) -> candle_core::Result<Tensor> {
     if !fused_cpu(w) {
         return w.t()?.contiguous();
     }
-    let host = {
-        let (storage, layout) = w.storage_and_layout();
-        match (&*storage, layout.contiguous_offsets()) {
-            (candle_core::Storage::Cpu(candle_core::CpuStorage::F32(v)), Some((a, b))) => {
-                seamcut_products::transpose(&v[a..b], rows, cols)
-            }
-            _ => return w.t()?.contiguous(),
-        }
-    };
+    let host = with_host_f32(w, |v| seamcut_products::transpose(v, rows, cols))?;
     Tensor::from_vec(host, (cols, rows), w.device())
 }
 
@@ -156,7 +165,7 @@ impl Linear {
             return Ok(());
         }
         let (k, m) = self.wt.dims2()?;
-        if let Some(w) = super::packed::Weight::new(products, &self.wt.flatten_all()?.to_vec1()?, k, m) {
+        if let Some(w) = with_host_f32(&self.wt, |wt| super::packed::Weight::new(products, wt, k, m))? {
             let b = self.b.as_ref().map(Tensor::to_vec1).transpose()?;
             self.packed = Some((w, b));
             self.wt = Tensor::zeros((0, 0), DType::F32, &candle_core::Device::Cpu)?;

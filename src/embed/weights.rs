@@ -130,9 +130,7 @@ impl SafetensorsFile {
             other => candle_core::bail!("tensor {name}: dtype {other:?} is not read"),
         }
     }
-}
 
-impl SafetensorsFile {
     /// An f32 tensor read as bf16, converted a slice at a time as it is read (rounded to the
     /// nearest, as candle's `to_dtype` rounds), so the f32 copy is never whole: reading the
     /// token table of Qwen3-Embedding-0.6B whole would hold 0.62 GB of f32 beside its 0.31 GB
