@@ -78,7 +78,7 @@ pub fn tiled(q: View, k: View, v: View, cu_seqlens: &[usize], heads: Heads, mask
     assert!(q.data.len() >= need, "attention: a view is too short for {n} tokens");
     let mut out: Vec<f32> = Vec::with_capacity(n * heads.heads * heads.dim);
     // Not zeroed first: the tasks write every row of every head once.
-    run(Queries::View(q), k, v, cu_seqlens, heads, mask, SharedOut(out.as_mut_ptr()));
+    run(Queries::View(q), 0..n, k, v, cu_seqlens, heads, mask, SharedOut(out.as_mut_ptr()));
     // SAFETY: every (sequence, query block, head) was written by one task of `run`, and they
     // tile the n × h values.
     unsafe { out.set_len(n * heads.heads * heads.dim) };
@@ -92,8 +92,80 @@ pub fn tiled(q: View, k: View, v: View, cu_seqlens: &[usize], heads: Heads, mask
 /// As [`tiled`], and when `q` is not `tokens × heads·dim`.
 pub fn tiled_in_place(q: &mut [f32], k: View, v: View, cu_seqlens: &[usize], heads: Heads, mask: Mask) {
     let n = check(k, v, cu_seqlens, heads);
-    assert_eq!(q.len(), n * heads.heads * heads.dim, "attention: the queries are not {n} rows");
-    run(Queries::Output, k, v, cu_seqlens, heads, mask, SharedOut(q.as_mut_ptr()));
+    tiled_in_place_rows(q, 0..n, k, v, cu_seqlens, heads, mask);
+}
+
+/// [`tiled_in_place`] for the query rows `rows` of the flat batch alone: `q` holds those rows,
+/// `[rows.len(), heads·dim]`, and their context is written over them; the keys and values are
+/// the whole batch's. So a layer can project, attend and project back one range of queries at
+/// a time (Qwen3: no `[tokens, heads·dim]` queries held whole, 67 MB at 8,192 tokens). Each
+/// query's context is the one [`tiled`] gives it, bit for bit.
+///
+/// # Panics
+/// As [`tiled`], when `q` is not `rows.len() × heads·dim`, and when `rows` does not start and
+/// end on a block boundary of its sequences ([`query_ranges`] makes ranges that do).
+#[allow(clippy::too_many_arguments)]
+pub fn tiled_in_place_rows(
+    q: &mut [f32],
+    rows: std::ops::Range<usize>,
+    k: View,
+    v: View,
+    cu_seqlens: &[usize],
+    heads: Heads,
+    mask: Mask,
+) {
+    let n = check(k, v, cu_seqlens, heads);
+    assert!(rows.start <= rows.end && rows.end <= n, "attention: rows {rows:?} of {n}");
+    assert!(
+        on_block_boundary(cu_seqlens, rows.start) && on_block_boundary(cu_seqlens, rows.end),
+        "attention: rows {rows:?} do not start and end on blocks"
+    );
+    assert_eq!(
+        q.len(),
+        rows.len() * heads.heads * heads.dim,
+        "attention: the queries are not {} rows",
+        rows.len()
+    );
+    run(Queries::Output, rows, k, v, cu_seqlens, heads, mask, SharedOut(q.as_mut_ptr()));
+}
+
+/// Whether row `r` of the flat batch starts a query block of [`tiled`] (or is the end).
+fn on_block_boundary(cu_seqlens: &[usize], r: usize) -> bool {
+    let n = cu_seqlens.last().copied().unwrap_or(0);
+    r == n || cu_seqlens.windows(2).any(|w| w[0] <= r && r < w[1] && (r - w[0]).is_multiple_of(BLOCK))
+}
+
+/// Consecutive ranges of the flat batch's rows that cover it, each cut where a query block
+/// starts and holding at least `rows` rows where the batch has them (the last may hold fewer):
+/// the ranges [`tiled_in_place_rows`] takes.
+#[must_use]
+pub fn query_ranges(cu_seqlens: &[usize], rows: usize) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let mut start = cu_seqlens.first().copied().unwrap_or(0);
+    for w in cu_seqlens.windows(2) {
+        let mut at = w[0];
+        while at < w[1] {
+            at = (at + BLOCK).min(w[1]);
+            if at - start >= rows.max(1) {
+                out.push(start..at);
+                start = at;
+            }
+        }
+    }
+    let n = cu_seqlens.last().copied().unwrap_or(0);
+    if start < n {
+        out.push(start..n);
+    }
+    out
+}
+
+/// Query rows per range when a layer attends one range of queries at a time
+/// ([`tiled_in_place_rows`]): at least `rows`, and enough blocks that each call still makes two
+/// tasks a thread (a task is one key/value head's [`TASK_BLOCKS`] query blocks).
+#[must_use]
+pub fn rows_per_range(rows: usize, kv_heads: usize) -> usize {
+    let tasks = 2 * rayon::current_num_threads();
+    rows.max(BLOCK * TASK_BLOCKS * tasks.div_ceil(kv_heads.max(1)))
 }
 
 /// The token count, after checking the keys' and values' views and `cu_seqlens`.
@@ -118,21 +190,34 @@ enum Queries<'a> {
     Output,
 }
 
-/// The tasks of [`tiled`] and [`tiled_in_place`], writing the context `[tokens, heads·dim]`
-/// through `dst`.
-fn run(q: Queries, k: View, v: View, cu_seqlens: &[usize], heads: Heads, mask: Mask, dst: SharedOut) {
+/// The tasks of [`tiled`] and [`tiled_in_place_rows`], writing the context of the query rows
+/// `rows` (on block boundaries) `[rows.len(), heads·dim]` through `dst`, row `rows.start` first.
+#[allow(clippy::too_many_arguments)]
+fn run(
+    q: Queries,
+    rows: std::ops::Range<usize>,
+    k: View,
+    v: View,
+    cu_seqlens: &[usize],
+    heads: Heads,
+    mask: Mask,
+    dst: SharedOut,
+) {
     let Heads { heads: nh, kv_heads, dim: d, .. } = heads;
     let h = nh * d;
     let group = nh / kv_heads;
-    // One task per (sequence, key/value head, up to TASK_BLOCKS query blocks): it packs the
-    // keys and values its queries see once, for every query head of the group.
+    let r0 = rows.start;
+    // One task per (sequence, key/value head, up to TASK_BLOCKS query blocks within `rows`):
+    // it packs the keys and values its queries see once, for every query head of the group.
     let tasks: Vec<(usize, usize, usize, usize)> = cu_seqlens
         .windows(2)
         .enumerate()
+        .filter(|(_, w)| w[0] < rows.end && rows.start < w[1])
         .flat_map(|(seq, w)| {
-            let blocks = (w[1] - w[0]).div_ceil(BLOCK);
+            let first = (rows.start.max(w[0]) - w[0]) / BLOCK;
+            let end = (rows.end.min(w[1]) - w[0]).div_ceil(BLOCK);
             (0..kv_heads).flat_map(move |kh| {
-                (0..blocks).step_by(TASK_BLOCKS).map(move |b| (seq, kh, b, TASK_BLOCKS.min(blocks - b)))
+                (first..end).step_by(TASK_BLOCKS).map(move |b| (seq, kh, b, TASK_BLOCKS.min(end - b)))
             })
         })
         .collect();
@@ -147,9 +232,11 @@ fn run(q: Queries, k: View, v: View, cu_seqlens: &[usize], heads: Heads, mask: M
         let mut copied = std::mem::take(&mut sc.queries);
         for b in b0..b0 + nb {
             let (t0, rows) = (s0 + b * BLOCK, BLOCK.min(len - b * BLOCK));
+            // The block's first row in the output (and in the queries).
+            let o0 = t0 - r0;
             for hd in kh * group..(kh + 1) * group {
                 let (qs, q_stride) = match q {
-                    Queries::View(q) => (&q.data[t0 * q.stride + q.offset + hd * d..], q.stride),
+                    Queries::View(q) => (&q.data[o0 * q.stride + q.offset + hd * d..], q.stride),
                     Queries::Output => {
                         copied.clear();
                         for r in 0..rows {
@@ -157,7 +244,7 @@ fn run(q: Queries, k: View, v: View, cu_seqlens: &[usize], heads: Heads, mask: M
                             // (tasks split the sequences, heads and query blocks), and it writes
                             // them only below, after this copy.
                             let row = unsafe {
-                                std::slice::from_raw_parts(dst.ptr().add((t0 + r) * h + hd * d), d)
+                                std::slice::from_raw_parts(dst.ptr().add((o0 + r) * h + hd * d), d)
                             };
                             copied.extend_from_slice(row);
                         }
@@ -168,7 +255,7 @@ fn run(q: Queries, k: View, v: View, cu_seqlens: &[usize], heads: Heads, mask: M
                 for (r, row) in ctx.chunks_exact(d).enumerate() {
                     // SAFETY: as above: this task's rows and head alone.
                     let o =
-                        unsafe { std::slice::from_raw_parts_mut(dst.ptr().add((t0 + r) * h + hd * d), d) };
+                        unsafe { std::slice::from_raw_parts_mut(dst.ptr().add((o0 + r) * h + hd * d), d) };
                     o.copy_from_slice(row);
                 }
             }
@@ -438,6 +525,43 @@ mod tests {
                 assert!(same && beside.len() == over.len(), "{nh}/{kvh}x{d} {mask:?}");
             }
         }
+    }
+
+    /// Attending a range of query rows at a time, over ranges of every size [`query_ranges`]
+    /// makes (one block, several, sequences split and joined, the whole batch), writes each
+    /// row's context as the whole batch's call does, bit for bit; ranges cut off a block are
+    /// refused.
+    #[test]
+    fn rows_at_a_time_equal_the_whole() {
+        let cu = vec![0usize, 1, 70, 75, 75 + 300, 75 + 300 + 1200];
+        let n = *cu.last().unwrap();
+        let (nh, kvh, d) = (4usize, 2usize, 16usize);
+        let heads = Heads { heads: nh, kv_heads: kvh, dim: d, scale: 0.25 };
+        let q = pseudo(n * nh * d, 1);
+        let kv = pseudo(n * 2 * kvh * d, 2);
+        let view = |offset| View { data: &kv, stride: 2 * kvh * d, offset };
+        for mask in [Mask::Full, Mask::Window(40), Mask::Causal] {
+            let whole =
+                tiled(View { data: &q, stride: nh * d, offset: 0 }, view(0), view(kvh * d), &cu, heads, mask);
+            for per in [1usize, 100, 256, 700, n] {
+                let ranges = query_ranges(&cu, per);
+                assert_eq!(ranges.first().map(|r| r.start), Some(0));
+                assert!(ranges.windows(2).all(|w| w[0].end == w[1].start) && ranges.last().unwrap().end == n);
+                let mut got = Vec::new();
+                for rows in ranges {
+                    let mut part = q[rows.start * nh * d..rows.end * nh * d].to_vec();
+                    tiled_in_place_rows(&mut part, rows, view(0), view(kvh * d), &cu, heads, mask);
+                    got.extend_from_slice(&part);
+                }
+                let same = whole.iter().zip(&got).all(|(a, b)| a.to_bits() == b.to_bits());
+                assert!(same && whole.len() == got.len(), "{mask:?}, ranges of {per}");
+            }
+        }
+        let cut = std::panic::catch_unwind(|| {
+            let mut part = vec![0f32; 10 * nh * d];
+            tiled_in_place_rows(&mut part, 80..90, view(0), view(kvh * d), &cu, heads, Mask::Causal);
+        });
+        assert!(cut.is_err(), "a range that starts inside a block");
     }
 
     /// The tiled online softmax gives the padded full-matrix attention's context, for sequences

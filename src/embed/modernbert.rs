@@ -23,7 +23,7 @@ use candle_nn::VarBuilder;
 use serde::Deserialize;
 
 use super::attention::{self, Heads, Mask, View};
-use super::layers::{fused_cpu, glu_ffn, Act, LayerNorm, Linear, TokenTable};
+use super::layers::{add_residual, fused_cpu, residual_glu_ffn, Act, LayerNorm, Linear, TokenTable};
 use super::rotary::Rotary;
 use super::weights::Checkpoint;
 use super::FlatBatch;
@@ -258,10 +258,18 @@ impl ModernBert {
                 let (q, k, v) = (rope.apply(&part(0)?)?, rope.apply(&part(1)?)?, part(2)?.contiguous()?);
                 attention::padded(&q, &k, &v, &batch.cu_seqlens, heads, mask)?
             };
-            x = (x + layer.wo.forward(&ctx)?)?;
+            x = add_residual(x, &layer.wo.forward(&ctx)?)?;
             // Wi gives [N, 2I]: the input, then the gate.
-            let normed = layer.mlp_norm.forward(&x)?;
-            x = (x + glu_ffn(&normed, &layer.wi, &layer.mlp_wo, self.inter, 0, self.inter, self.act)?)?;
+            x = residual_glu_ffn(
+                x,
+                &layer.mlp_norm,
+                &layer.wi,
+                &layer.mlp_wo,
+                self.inter,
+                0,
+                self.inter,
+                self.act,
+            )?;
         }
         Ok(self.final_norm.forward(&x)?)
     }

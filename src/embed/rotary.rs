@@ -105,9 +105,21 @@ impl Tables {
     /// heads of `2·half` values starting at column `offset`, rows `stride` apart (a slice of a
     /// fused QKV matrix, say). The same arithmetic as [`Self::apply`].
     pub fn apply_host(&self, data: &mut [f32], stride: usize, offset: usize, heads: usize) {
+        self.apply_host_from(0, data, stride, offset, heads);
+    }
+
+    /// [`Self::apply_host`] on rows `first..` of the batch: `data`'s first row is row `first`.
+    pub fn apply_host_from(
+        &self,
+        first: usize,
+        data: &mut [f32],
+        stride: usize,
+        offset: usize,
+        heads: usize,
+    ) {
         let half = self.half;
         let (cos, sin) = &self.host;
-        for (t, row) in data.chunks_mut(stride).enumerate() {
+        for (t, row) in (first..).zip(data.chunks_mut(stride)) {
             let (c, s) = (&cos[t * half..(t + 1) * half], &sin[t * half..(t + 1) * half]);
             for h in 0..heads {
                 let head = &mut row[offset + h * 2 * half..offset + (h + 1) * 2 * half];

@@ -225,6 +225,15 @@ level_fn! {
 }
 
 level_fn! {
+    /// `o[i] += s[i]`: a residual connection added in place.
+    pub fn add_slice(o: &mut [f32], s: &[f32]) {
+        for (o, &x) in o.iter_mut().zip(s) {
+            *o += x;
+        }
+    }
+}
+
+level_fn! {
     /// `o[i] = gelu(o[i])`.
     pub fn gelu_slice_in_place(o: &mut [f32]) {
         for o in o.iter_mut() {
@@ -310,6 +319,9 @@ mod tests {
             add_norm_rows(level, &mut o, None, &s, &w, &v, 1e-12);
             let mut g = vec![0f32; 389];
             gelu_slice(level, &mut g, &v);
+            let mut a = w.clone();
+            add_slice(level, &mut a, &v);
+            g.extend_from_slice(&a);
             let mut u = vec![0f32; 389];
             for act in 0..4 {
                 glu_row(level, &mut u, &v, &w, act);
