@@ -354,12 +354,12 @@ impl Act {
 ///
 /// # Errors
 /// On a shape or device failure.
-pub fn glu(x: &Tensor, inter: usize, act_at: usize, up_at: usize, act: Act) -> candle_core::Result<Tensor> {
+pub fn glu(x: &Tensor, g: Glu) -> candle_core::Result<Tensor> {
     if fused_cpu(x) {
-        return x.apply_op1_no_bwd(&Glu { inter, act_at, up_at, act });
+        return x.apply_op1_no_bwd(&g);
     }
-    let a = act.forward(&x.narrow(1, act_at, inter)?.contiguous()?)?;
-    a * x.narrow(1, up_at, inter)?
+    let a = g.act.forward(&x.narrow(1, g.act_at, g.inter)?.contiguous()?)?;
+    a * x.narrow(1, g.up_at, g.inter)?
 }
 
 /// Rows of a gated feed-forward's input projected at a time by [`glu_ffn`] on the CPU.
@@ -374,21 +374,13 @@ const FFN_ROWS: usize = 1024;
 ///
 /// # Errors
 /// On a shape or device failure.
-pub fn glu_ffn(
-    x: &Tensor,
-    up_gate: &Linear,
-    down: &Linear,
-    inter: usize,
-    act_at: usize,
-    up_at: usize,
-    act: Act,
-) -> candle_core::Result<Tensor> {
+pub fn glu_ffn(x: &Tensor, up_gate: &Linear, down: &Linear, g: Glu) -> candle_core::Result<Tensor> {
     let n = x.dim(0)?;
     if !fused_cpu(x) || n <= FFN_ROWS {
-        return down.forward(&glu(&up_gate.forward(x)?, inter, act_at, up_at, act)?);
+        return down.forward(&glu(&up_gate.forward(x)?, g)?);
     }
     let mut out: Vec<f32> = Vec::new();
-    glu_ffn_blocks(x, None, up_gate, down, Glu { inter, act_at, up_at, act }, |_, y| {
+    glu_ffn_blocks(x, None, up_gate, down, g, |_, y| {
         if out.is_empty() {
             out.reserve_exact(n * (y.len() / FFN_ROWS.min(n)));
         }
@@ -410,22 +402,17 @@ pub fn glu_ffn(
 ///
 /// # Errors
 /// On a shape or device failure.
-#[allow(clippy::too_many_arguments)]
 pub fn residual_glu_ffn(
     x: Tensor,
     norm: &dyn Module,
     up_gate: &Linear,
     down: &Linear,
-    inter: usize,
-    act_at: usize,
-    up_at: usize,
-    act: Act,
+    g: Glu,
 ) -> candle_core::Result<Tensor> {
     if !fused_cpu(&x) || x.dim(0)? <= FFN_ROWS {
-        let y = glu_ffn(&norm.forward(&x)?, up_gate, down, inter, act_at, up_at, act)?;
+        let y = glu_ffn(&norm.forward(&x)?, up_gate, down, g)?;
         return add_residual(x, &y);
     }
-    let g = Glu { inter, act_at, up_at, act };
     glu_ffn_blocks(&x, Some(norm), up_gate, down, g, |at, y| add_rows(&x, at, y))?;
     Ok(x)
 }
@@ -551,12 +538,19 @@ impl candle_core::InplaceOp1 for AddRows<'_> {
     }
 }
 
-/// [`glu`]'s fused CPU pass.
-struct Glu {
-    inter: usize,
-    act_at: usize,
-    up_at: usize,
-    act: Act,
+/// A gated feed-forward's gate: `act(x[:, act_at..act_at + inter]) · x[:, up_at..up_at +
+/// inter]` of its `[tokens, 2·inter]` up/gate projection (what [`glu`] computes; also its
+/// fused CPU pass).
+#[derive(Debug, Clone, Copy)]
+pub struct Glu {
+    /// The width of each half.
+    pub inter: usize,
+    /// Where the half the activation is applied to starts.
+    pub act_at: usize,
+    /// Where the other half starts.
+    pub up_at: usize,
+    /// The activation.
+    pub act: Act,
 }
 
 impl candle_core::CustomOp1 for Glu {
@@ -721,8 +715,9 @@ mod tests {
         for n in [2_500usize, 9] {
             let x = || Tensor::from_vec(val(n * h, 17), (n, h), &dev).unwrap();
             let normed = norm.forward(&x()).unwrap();
-            let want = (x() + glu_ffn(&normed, &up, &down, inter, 0, inter, Act::Silu).unwrap()).unwrap();
-            let got = residual_glu_ffn(x(), &norm, &up, &down, inter, 0, inter, Act::Silu).unwrap();
+            let g = Glu { inter, act_at: 0, up_at: inter, act: Act::Silu };
+            let want = (x() + glu_ffn(&normed, &up, &down, g).unwrap()).unwrap();
+            let got = residual_glu_ffn(x(), &norm, &up, &down, g).unwrap();
             assert_eq!(host(&got), host(&want), "{n} rows");
             let sum = add_residual(x(), &normed).unwrap();
             assert_eq!(host(&sum), host(&(x() + &normed).unwrap()), "{n} rows");
@@ -747,7 +742,12 @@ mod tests {
         let x = Tensor::from_vec(x, (7, 12), &candle_core::Device::Cpu).unwrap();
         for act in [Act::GeluErf, Act::GeluTanh, Act::Silu, Act::Relu] {
             for (a, u) in [(0, 6), (6, 0)] {
-                let fused = glu(&x, 6, a, u, act).unwrap().flatten_all().unwrap().to_vec1::<f32>().unwrap();
+                let fused = glu(&x, Glu { inter: 6, act_at: a, up_at: u, act })
+                    .unwrap()
+                    .flatten_all()
+                    .unwrap()
+                    .to_vec1::<f32>()
+                    .unwrap();
                 let want = (act.forward(&x.narrow(1, a, 6).unwrap().contiguous().unwrap()).unwrap()
                     * x.narrow(1, u, 6).unwrap())
                 .unwrap()

@@ -23,7 +23,7 @@ use candle_nn::VarBuilder;
 use serde::Deserialize;
 
 use super::attention::{self, Heads, Mask, View};
-use super::layers::{add_residual, fused_cpu, residual_glu_ffn, Act, LayerNorm, Linear, TokenTable};
+use super::layers::{add_residual, fused_cpu, residual_glu_ffn, Act, Glu, LayerNorm, Linear, TokenTable};
 use super::rotary::Rotary;
 use super::weights::Checkpoint;
 use super::FlatBatch;
@@ -260,16 +260,8 @@ impl ModernBert {
             };
             x = add_residual(x, &layer.wo.forward(&ctx)?)?;
             // Wi gives [N, 2I]: the input, then the gate.
-            x = residual_glu_ffn(
-                x,
-                &layer.mlp_norm,
-                &layer.wi,
-                &layer.mlp_wo,
-                self.inter,
-                0,
-                self.inter,
-                self.act,
-            )?;
+            let g = Glu { inter: self.inter, act_at: 0, up_at: self.inter, act: self.act };
+            x = residual_glu_ffn(x, &layer.mlp_norm, &layer.wi, &layer.mlp_wo, g)?;
         }
         Ok(self.final_norm.forward(&x)?)
     }

@@ -16,7 +16,7 @@ use serde::Deserialize;
 
 use super::attention::{self, Heads, Mask, View};
 use super::layers::{
-    add_residual, add_rows, fused_cpu, normed_projections_host, residual_glu_ffn, Act, Linear, RmsNorm,
+    add_residual, add_rows, fused_cpu, normed_projections_host, residual_glu_ffn, Act, Glu, Linear, RmsNorm,
     TokenTable,
 };
 use super::rotary::{Rotary, Tables};
@@ -84,7 +84,8 @@ pub struct Qwen3 {
     layers: Vec<Layer>,
     norm: RmsNorm,
     heads: Heads,
-    inter: usize,
+    /// The feed-forward's gate: SiLU of the gate half (first), times the up half.
+    glu: Glu,
     rope: Rotary,
     /// Positions the model was trained for.
     pub max_positions: usize,
@@ -166,7 +167,7 @@ impl Qwen3 {
             layers,
             norm: RmsNorm::load(&vb, "norm", h, eps)?,
             heads: Heads { heads: nh, kv_heads: kvh, dim: d, scale: 1.0 / (d as f32).sqrt() },
-            inter,
+            glu: Glu { inter, act_at: 0, up_at: inter, act: Act::Silu },
             rope: Rotary::new(theta, d),
             max_positions: cfg.max_position_embeddings,
             device: vb.device().clone(),
@@ -206,16 +207,7 @@ impl Qwen3 {
                 drop((q, k, v));
                 x = add_residual(x, &layer.o.forward(&ctx)?)?;
             }
-            x = residual_glu_ffn(
-                x,
-                &layer.post_norm,
-                &layer.gate_up,
-                &layer.down,
-                self.inter,
-                0,
-                self.inter,
-                Act::Silu,
-            )?;
+            x = residual_glu_ffn(x, &layer.post_norm, &layer.gate_up, &layer.down, self.glu)?;
         }
         Ok(self.norm.forward(&x)?)
     }

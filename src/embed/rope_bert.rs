@@ -24,7 +24,7 @@ use candle_nn::VarBuilder;
 use serde::Deserialize;
 
 use super::attention::{self, Heads, Mask, View};
-use super::layers::{fused_cpu, glu_ffn, Act, LayerNorm, Linear, TokenTable};
+use super::layers::{fused_cpu, glu_ffn, Act, Glu, LayerNorm, Linear, TokenTable};
 use super::rotary::Rotary;
 use super::weights::Checkpoint;
 use super::FlatBatch;
@@ -392,7 +392,8 @@ impl RopeBert {
                 attention::padded(&q, &k, &v, &batch.cu_seqlens, heads, Mask::Full)?
             };
             x = layer.ln1.forward(&(x + layer.o.forward(&ctx)?)?)?;
-            let y = glu_ffn(&x, &layer.gate_up, &layer.down, self.inter, self.gate_at, self.up_at, self.act)?;
+            let g = Glu { inter: self.inter, act_at: self.gate_at, up_at: self.up_at, act: self.act };
+            let y = glu_ffn(&x, &layer.gate_up, &layer.down, g)?;
             x = layer.ln2.forward(&(x + y)?)?;
         }
         Ok(x)
