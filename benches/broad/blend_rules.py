@@ -6,11 +6,12 @@ rows are scored (same chunks, same questions, same hit test). One row per rule a
 late.sh's format, so late_table.py makes the table with intervals, pooled and per kind:
 
     python3 benches/broad/blend_rules.py OUT.jsonl [--split dev] [--cap 128]
-        [--model all-MiniLM-L6-v2] [--rules blend,agree,...] [--stats]
+        [--model all-MiniLM-L6-v2] [--rules blend,agree,...] [--stats] [--dtype int8]
     python3 benches/broad/late_table.py OUT.jsonl
 
 Needs numpy and target/release/seamcut (SEAMCUT_BIN); the vectors are cached in
-target/blend-rules/. --stats prints, per kind, how the late vector sits against the chunk's
+target/blend-rules/ (a folder per model, cap and --dtype other than f32, which every `seamcut`
+call then runs in: the chunk vectors and the questions'). --stats prints, per kind, how the late vector sits against the chunk's
 own (the quantities the rules read).
 
 What the rules found (benches/RESULTS.md, 2026-12-06): the old recipe's loss on transcripts
@@ -158,7 +159,7 @@ def run(cmd, **kw):
     return r.stdout
 
 
-def vectors(binary, model, cap, text_path, name, cache):
+def vectors(binary, model, cap, text_path, name, cache, dtype):
     """The chunks of one text (recursive at `cap`) and their three vectors, cached."""
     os.makedirs(cache, exist_ok=True)
     out = {}
@@ -170,7 +171,7 @@ def vectors(binary, model, cap, text_path, name, cache):
         base = os.path.join(cache, f"{name}.{kind}")
         if not os.path.exists(base + ".npy"):
             run([binary, "chunk", text_path, "--chunker", "recursive", "--max-tokens", str(cap),
-                 "--model", model, *flags, "-o", base + ".jsonl", "--quiet"])
+                 "--model", model, "--dtype", dtype, *flags, "-o", base + ".jsonl", "--quiet"])
         out[kind] = np.load(base + ".npy")
         out[kind + "_chunks"] = os.path.join(cache, f"{name}.{kind}.jsonl")
     chunks = [json.loads(x) for x in open(out["ctx_chunks"])]
@@ -190,18 +191,19 @@ def main():
     ap.add_argument("--model", default="all-MiniLM-L6-v2")
     ap.add_argument("--rules", default=",".join(RULES))
     ap.add_argument("--stats", action="store_true")
+    ap.add_argument("--dtype", default="f32", help="every seamcut call's --dtype (chunk vectors and questions)")
     a = ap.parse_args()
     binary = os.environ.get("SEAMCUT_BIN", os.path.join(ROOT, "target/release/seamcut"))
     texts_dir = os.path.join(os.environ.get("SEAMCUT_CACHE", os.path.join(ROOT, "target/fetch")), "broad-texts")
     model = os.path.join(ROOT, "models", a.model)
-    cache = os.path.join(ROOT, "target/blend-rules", f"{a.model}-{a.cap}")
+    cache = os.path.join(ROOT, "target/blend-rules", f"{a.model}-{a.cap}" + ("" if a.dtype == "f32" else f"-{a.dtype}"))
     manifest = json.load(open(os.path.join(HERE, "manifest.json")))["texts"]
     names = [t["name"] for t in manifest if a.split == "all" or t["split"] == a.split]
     kinds = {t["name"]: t["kind"] for t in manifest}
     rules = a.rules.split(",")
     with open(a.out, "a") as out, tempfile.TemporaryDirectory() as tmp:
         for name in names:
-            v, chunks = vectors(binary, model, a.cap, os.path.join(texts_dir, f"{name}.txt"), name, cache)
+            v, chunks = vectors(binary, model, a.cap, os.path.join(texts_dir, f"{name}.txt"), name, cache, a.dtype)
             t, o, l = unit(v["text"]), unit(v["ctx"]), unit(v["late"])
             if a.stats:
                 pair = lambda x: float(np.mean(x @ x.T))  # noqa: E731
@@ -212,10 +214,13 @@ def main():
             for rule in rules:
                 npy = os.path.join(tmp, f"{name}.{rule}.npy")
                 np.save(npy, RULES[rule](t, o, l, chunks).astype(np.float32))
-                r = run([binary, "eval", "retrieval", "--json", "--retriever", model, "--max-tokens", str(a.cap),
+                r = run([binary, "eval", "retrieval", "--json", "--retriever", model, "--dtype", a.dtype,
+                         "--max-tokens", str(a.cap),
                          "--chunks", v["late_chunks"], "--vectors", npy, "--questions", questions])
                 row = {"row": rule, "retriever": a.model, "cap": a.cap, "split": a.split, "texts": [name],
                        "late": "", "r": json.loads(r.strip().splitlines()[-1])}
+                if a.dtype != "f32":
+                    row["dtype"] = a.dtype
                 out.write(json.dumps(row) + "\n")
             out.flush()
             print(f"{name}: {len(rules)} rules", file=sys.stderr)

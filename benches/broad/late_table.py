@@ -41,6 +41,8 @@ def main():
             label = f"rec-{vectors} (size-matched to {x['row']}, cap {r['cap']})"
         if x.get("late"):
             label += f" `{x['late']}`"
+        if x.get("dtype"):
+            label += f" `--dtype {x['dtype']}`"
         key = (x["retriever"], x["cap"], x["split"])
         row = groups.setdefault(key, {}).setdefault(label, {"parts": []})
         row["parts"].append((x["texts"], r))
