@@ -5,6 +5,10 @@ worst and mean cosine to sentence-transformers' vectors.
 
     python benches/embed_vs_onnx.py PARAGRAPHS.txt [--model models/all-MiniLM-L6-v2]
         [--threads 2] [--rounds 3] [--seamcut-dtypes f32,int8] [--out FILE.jsonl]
+        [--before PATH/TO/seamcut]
+
+`--before` adds another seamcut build (an earlier commit's) at each of the dtypes, in the same
+rounds, for a before-and-after beside the peers.
 
 Needs a Python with torch, sentence-transformers, onnx and onnxruntime, a release build
 (target/release/seamcut) and the model folder. The ONNX files are exported here once (into
@@ -84,12 +88,12 @@ def ort_engine(path, tok, threads, max_len):
     return run
 
 
-def seamcut_engine(model_dir, lines, threads, dtype):
+def seamcut_engine(model_dir, lines, threads, dtype, binary=BIN):
     def run(_texts):
         with tempfile.TemporaryDirectory() as d:
             out = os.path.join(d, "v.npy")
             env = dict(os.environ, RAYON_NUM_THREADS=str(threads))
-            subprocess.run([BIN, "embed", "--model", model_dir, "--lines", lines, "-o", out, "--dtype", dtype],
+            subprocess.run([binary, "embed", "--model", model_dir, "--lines", lines, "-o", out, "--dtype", dtype],
                            check=True, capture_output=True, env=env)
             return np.load(out)
     return run
@@ -103,6 +107,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seamcut-dtypes", default="f32,int8")
     ap.add_argument("--out")
+    ap.add_argument("--before")
     a = ap.parse_args()
     texts = open(a.lines, encoding="utf-8").read().split("\n")
     if texts and texts[-1] == "":
@@ -120,6 +125,8 @@ def main():
     engines["onnxruntime int8 (quantize_dynamic)"] = ort_engine(i8, tok, a.threads, st.max_seq_length)
     for d in a.seamcut_dtypes.split(","):
         engines[f"seamcut {d}"] = seamcut_engine(a.model, a.lines, a.threads, d)
+        if a.before:
+            engines[f"seamcut before {d}"] = seamcut_engine(a.model, a.lines, a.threads, d, a.before)
     times = {k: [] for k in engines}
     vecs = {}
     for r in range(a.rounds):

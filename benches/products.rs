@@ -43,8 +43,8 @@ fn products(c: &mut Criterion) {
         g.bench_with_input(BenchmarkId::new("f32", name), &(), |bench, ()| {
             bench.iter(|| seamcut::embed::fused::linear(&xt, &wtt, &bt).unwrap());
         });
-        let packed = int8::Packed::new(&wt, k, m);
         for &isa in int8::Isa::all_here() {
+            let packed = int8::Packed::with_levels(&wt, k, m, isa.weight_levels());
             g.bench_with_input(BenchmarkId::new(format!("int8-{}", isa.name()), name), &(), |bench, ()| {
                 bench.iter(|| int8::product_on(isa, &x, n, &packed, Some(&b)));
             });
@@ -79,14 +79,57 @@ mod peak {
     /// Loop trips per call.
     pub const TRIPS: usize = 100_000;
     /// Multiply-adds ×2 per call: `CHAINS` instructions a trip, each 16 f32 lanes (FMA), 64
-    /// byte pairs (`vpdpbusd`) or 32 bf16 pairs (`vdpbf16ps`).
+    /// byte pairs (`vpdpbusd`) or 32 bf16 pairs (`vdpbf16ps`); on 256-bit registers, 8 f32
+    /// lanes (FMA) or 32 byte pairs (AVX2's `vpmaddubsw`, `vpmaddwd` by ones and an add, what
+    /// its int8 kernel does for a `vpdpbusd`).
     pub fn ops(kind: &str) -> u64 {
         let per = match kind {
             "fma-f32" => 16,
             "vpdpbusd" => 64,
+            "fma-f32-ymm" => 8,
+            "maddubs-ymm" => 32,
             _ => 32,
         };
         (2 * CHAINS * TRIPS * per) as u64
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn fma_ymm() -> f32 {
+        let (a, b) =
+            (_mm256_set1_ps(std::hint::black_box(0.999)), _mm256_set1_ps(std::hint::black_box(1e-3)));
+        let mut acc = [_mm256_set1_ps(std::hint::black_box(1.0)); CHAINS];
+        for _ in 0..TRIPS {
+            for v in &mut acc {
+                *v = _mm256_fmadd_ps(*v, a, b);
+            }
+        }
+        let mut lanes = [0f32; 8];
+        acc.iter()
+            .map(|&v| {
+                _mm256_storeu_ps(lanes.as_mut_ptr(), v);
+                lanes.iter().sum::<f32>()
+            })
+            .sum()
+    }
+
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn maddubs_ymm() -> i32 {
+        // Each chain's product reads its own sum (as bytes), so nothing is loop-invariant.
+        let a = _mm256_set1_epi8(std::hint::black_box(3));
+        let ones = _mm256_set1_epi16(1);
+        let mut acc = [_mm256_set1_epi8(std::hint::black_box(-2)); CHAINS];
+        for _ in 0..TRIPS {
+            for v in &mut acc {
+                *v = _mm256_add_epi32(*v, _mm256_madd_epi16(_mm256_maddubs_epi16(a, *v), ones));
+            }
+        }
+        let mut lanes = [0i32; 8];
+        acc.iter()
+            .map(|&v| {
+                _mm256_storeu_si256(lanes.as_mut_ptr().cast(), v);
+                lanes.iter().sum::<i32>()
+            })
+            .sum()
     }
 
     #[target_feature(enable = "avx512f")]
@@ -138,9 +181,12 @@ fn peak(c: &mut Criterion) {
     let have = |f: &str| match f {
         "fma-f32" => std::arch::is_x86_feature_detected!("avx512f"),
         "vpdpbusd" => std::arch::is_x86_feature_detected!("avx512vnni"),
+        "fma-f32-ymm" | "maddubs-ymm" => {
+            std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        }
         _ => std::arch::is_x86_feature_detected!("avx512bf16"),
     };
-    for kind in ["fma-f32", "vpdpbusd", "vdpbf16ps"] {
+    for kind in ["fma-f32", "vpdpbusd", "vdpbf16ps", "fma-f32-ymm", "maddubs-ymm"] {
         if !have(kind) {
             continue;
         }
@@ -154,6 +200,8 @@ fn peak(c: &mut Criterion) {
                         match kind {
                             "fma-f32" => std::hint::black_box(peak::fma()) as f64,
                             "vpdpbusd" => f64::from(std::hint::black_box(peak::vnni())),
+                            "fma-f32-ymm" => std::hint::black_box(peak::fma_ymm()) as f64,
+                            "maddubs-ymm" => f64::from(std::hint::black_box(peak::maddubs_ymm())),
                             _ => f64::from(std::hint::black_box(peak::bf16())),
                         }
                     })

@@ -107,16 +107,22 @@ fn bf16_products_stay_within_rounding_of_sentence_transformers() {
 }
 
 /// `--dtype int8` on the CPU: every architecture's vectors stay close to sentence-transformers'
-/// (MiniLM and MPNet: worst cosine ≥ 0.995 and mean ≥ 0.999; issue 39 asks 0.99 and 0.998;
-/// measured 0.9971/0.99933 and 0.9966/0.99935), on the best kernel this
-/// CPU has (`seamcut::embed::int8`; its bits equal the generic path's, tested there).
+/// on the best kernel this CPU has (`seamcut::embed::int8`; its bits equal the generic path's,
+/// tested there). MiniLM and MPNet: worst cosine ≥ 0.995 and mean ≥ 0.999 with weights on 127
+/// levels (measured 0.9965/0.99932 and 0.9964/0.99931); on an AVX2-only CPU, whose kernel
+/// takes weights on 63 levels, issue 39's own floors, 0.99 and 0.998 (measured 0.9932/0.99864
+/// and MPNet's in benches/RESULTS.md).
 #[test]
 fn int8_products_stay_close_to_sentence_transformers() {
     let compute = Compute::new(seamcut::device::DeviceSpec::Cpu, seamcut::device::Precision::Int8).unwrap();
     assert!(compute.products == seamcut::device::Products::Int8 && compute.describe().contains("int8"));
+    let (worst, least_mean) = match seamcut::embed::int8::Isa::best().weight_levels() {
+        127 => (0.995, 0.999),
+        _ => (0.99, 0.998),
+    };
     let m = load_dir(&root().join("models/all-MiniLM-L6-v2"), &compute).unwrap();
-    let (_, mean) = compare(m.as_ref(), &root().join("tests/fixtures/minilm_st.npy"), 0.995);
-    assert!(mean >= 0.999, "MiniLM int8: mean cosine {mean}");
+    let (_, mean) = compare(m.as_ref(), &root().join("tests/fixtures/minilm_st.npy"), worst);
+    assert!(mean >= least_mean, "MiniLM int8: mean cosine {mean}");
     let text = ["The quick brown fox jumps over the lazy dog."];
     for (dir, fixture) in [("tiny-xlmr", "tiny_xlmr_st.npy"), ("tiny-mpnet", "tiny_mpnet_st.npy")] {
         let dir = root().join("tests/fixtures").join(dir);
@@ -131,8 +137,8 @@ fn int8_products_stay_close_to_sentence_transformers() {
     let real = root().join("models/all-mpnet-base-v2");
     if real.join("model.safetensors").is_file() {
         let m = load_dir(&real, &compute).unwrap();
-        let (_, mean) = compare(m.as_ref(), &root().join("tests/fixtures/mpnet_st.npy"), 0.995);
-        assert!(mean >= 0.999, "MPNet int8: mean cosine {mean}");
+        let (_, mean) = compare(m.as_ref(), &root().join("tests/fixtures/mpnet_st.npy"), worst);
+        assert!(mean >= least_mean, "MPNet int8: mean cosine {mean}");
     }
     // The integer products are what ran: the vectors are not the f32 path's bits.
     let (q, _) = embed_texts(m.as_ref(), &text, EmbedOptions::default()).unwrap();

@@ -388,12 +388,20 @@ fn f16_takes_the_padded_path_within_rounding() {
 /// `--dtype int8` and `bf16` run every long-context architecture (reduced-precision products
 /// in every linear layer, `seamcut::embed::{int8, bf16}`): the references within their
 /// rounding, for the short texts (the fixtures' weights are random, which int8 serves worse
-/// than trained ones: MiniLM's floors are in `embed_parity`). bf16 where the CPU has it.
+/// than trained ones: MiniLM's floors are in `embed_parity`). bf16 where the CPU has it. int8's
+/// floors are for weights on 127 levels (measured worst 0.971 over ModernBERT's token states,
+/// 0.996 pooled), and lower where the CPU's best int8 path is AVX2's, whose weights take 63
+/// (measured 0.907 and 0.991: a weight's rounding error is twice as large, and these random
+/// weights are spread evenly, with no outliers to dominate the activations' error).
 #[test]
 fn reduced_precisions_run_every_long_context_architecture() {
     use seamcut::device::{DeviceSpec, Precision};
+    let int8 = match seamcut::embed::int8::Isa::best().weight_levels() {
+        127 => (0.97, 0.99),
+        _ => (0.85, 0.98),
+    };
     for (precision, tokens_floor, pooled_floor) in
-        [(Precision::Int8, 0.97, 0.99), (Precision::Bf16, 0.995, 0.999)]
+        [(Precision::Int8, int8.0, int8.1), (Precision::Bf16, 0.995, 0.999)]
     {
         let compute = match Compute::new(DeviceSpec::Cpu, precision) {
             Ok(c) => c,

@@ -23,15 +23,22 @@
 //! oneDNN would bring a C++ build.
 //!
 //! The sums are exact, and every path does the same f32 operations in the same order, so
-//! every path gives the same bits on every CPU. The instructions, detected at run time
-//! ([`Isa::best`]):
+//! every path gives the same bits for the same packed weights, on every CPU. The weights are
+//! packed for the best path the CPU has: on 127 levels a side, or 63 where that is AVX2 (see
+//! below), so an AVX2-only CPU's int8 vectors are not a VNNI CPU's. The instructions,
+//! detected at run time ([`Isa::best`]):
 //! - AVX-512 VNNI (`vpdpbusd`: Intel Ice Lake and later, AMD Zen 4 and later): u8 × i8 in one
 //!   instruction; activations are quantized straight to u8 (shifted by 128), and each
 //!   block's sums start at the shift's products taken off (`−128 · Σ w` over the block, per
 //!   column).
-//! - AVX2 (`vpmaddubsw` then `vpmaddwd`): `vpmaddubsw` saturates its i16 pair sums for u8
-//!   inputs over 127, so it takes `|a|` and `b` with `a`'s sign (`vpsignb`): pair sums stay
-//!   within ±2 · 127 · 127, and no shift is needed.
+//! - AVX2 (`vpmaddubsw` then `vpmaddwd`): `vpmaddubsw` multiplies u8 by i8 and saturates
+//!   its i16 pair sums, so on a CPU whose best is AVX2 the weights are quantized to 63
+//!   levels a side instead of 127 ([`Isa::weight_levels`]): with activations shifted to u8
+//!   as for VNNI, a pair sums to at most 2 · 255 · 63 = 32,130, and the sums are exact. The
+//!   kernel is two multiplying instructions and an add per 32 byte pairs. (The earlier
+//!   kernel kept 127 levels by taking `|a|` and `b` with `a`'s sign, `vpsignb`: three more
+//!   instructions per 64 byte pairs, which left it no faster than f32 on AVX2 CPUs.) The
+//!   other paths run weights of either width, with the same bits.
 //! - AVX-VNNI (`vpdpbusd` on 256-bit registers, VEX-encoded: Intel Alder Lake and Sierra
 //!   Forest and later, AMD Zen 5; CPUs without AVX-512 among them): the AVX-512 VNNI
 //!   kernel's scheme (u8-shifted activations, sums starting at the shift's products taken
@@ -108,6 +115,16 @@ impl Isa {
         })
     }
 
+    /// The levels a side the weights are quantized to for this path: 63 for AVX2, whose
+    /// `vpmaddubsw` would saturate on 127 (see the module's note), 127 elsewhere.
+    #[must_use]
+    pub fn weight_levels(self) -> u8 {
+        match self {
+            Self::Avx2 => 63,
+            _ => 127,
+        }
+    }
+
     /// One word for reports.
     #[must_use]
     pub fn name(self) -> &'static str {
@@ -140,8 +157,10 @@ pub struct Packed {
     kp: usize,
     mp: usize,
     data: Vec<i8>,
-    /// Per activation block and column (`[kp/KB][mp]`): the scale, `max |w| / 127` over the
-    /// block.
+    /// Levels a side the weights take: 127, or 63 for the AVX2 path.
+    levels: u8,
+    /// Per activation block and column (`[kp/KB][mp]`): the scale, `max |w| / levels` over
+    /// the block.
     scale: Vec<f32>,
     /// Per activation block and column (`[kp/KB][mp]`): `−128 · Σ w_q` over the block, what
     /// the u8 shift adds to its sums taken off: the VNNI kernel starts each block's sums there.
@@ -149,13 +168,26 @@ pub struct Packed {
 }
 
 impl Packed {
-    /// Quantize and pack `wt` (`k × m`, row-major).
+    /// Quantize and pack `wt` (`k × m`, row-major) for the best path this CPU has
+    /// ([`Isa::best`]).
     ///
     /// # Panics
     /// If `wt` does not hold `k × m` values.
     #[must_use]
     pub fn new(wt: &[f32], k: usize, m: usize) -> Self {
+        Self::with_levels(wt, k, m, Isa::best().weight_levels())
+    }
+
+    /// [`Self::new`] with the weights on `levels` a side (at most 127; the AVX2 path needs
+    /// at most 63).
+    ///
+    /// # Panics
+    /// If `wt` does not hold `k × m` values, or `levels` is 0 or over 127.
+    #[must_use]
+    pub fn with_levels(wt: &[f32], k: usize, m: usize, levels: u8) -> Self {
         assert_eq!(wt.len(), k * m, "a {k}×{m} matrix");
+        assert!((1..=127).contains(&levels), "{levels} levels");
+        let lv = f32::from(levels);
         let (kp, mp) = (round_up(k.max(1), KB), round_up(m.max(1), GROUP));
         // Three passes, each split across threads where its output is (blocks of KB rows, or
         // groups of COLS columns), every value computed as a serial loop would: the load
@@ -169,8 +201,8 @@ impl Packed {
                 }
             }
         });
-        let scale: Vec<f32> = max.iter().map(|&a| a / 127.0).collect();
-        let inv: Vec<f32> = max.iter().map(|&a| if a > 0.0 { 127.0 / a } else { 0.0 }).collect();
+        let scale: Vec<f32> = max.iter().map(|&a| a / lv).collect();
+        let inv: Vec<f32> = max.iter().map(|&a| if a > 0.0 { lv / a } else { 0.0 }).collect();
         let mut shift = vec![0i32; kp / KB * mp];
         shift.par_chunks_mut(mp).enumerate().for_each(|(b, shift)| {
             let inv = &inv[b * mp..];
@@ -191,7 +223,7 @@ impl Packed {
                 }
             }
         });
-        Self { k, m, kp, mp, data, scale, shift }
+        Self { k, m, kp, mp, data, levels, scale, shift }
     }
 
     /// Rows (the products' inner dimension) and columns.
@@ -344,21 +376,49 @@ unsafe fn quantize_rows_avx512(x: &[f32], k: usize, kp: usize, q: &mut [i8], sca
 }
 
 /// [`quantize_rows`] shifted to u8 as [`quantize_rows_avx512`] writes them (the sign bit of
-/// each real value flipped; the padding stays zero, and meets zero weights), for the AVX-VNNI
-/// kernel.
+/// each real value flipped; the padding stays zero, and meets zero weights), for the AVX2 and
+/// AVX-VNNI kernels, with AVX2's conversions: the same values (`vcvtps2dq` rounds to nearest
+/// even, as [`quantize`] does, and the packs saturate where `as` does).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn quantize_rows_avx2_shifted(x: &[f32], k: usize, kp: usize, q: &mut [i8], scales: &mut [f32]) {
-    quantize_rows(x, k, kp, q, scales);
-    for row in q.chunks_mut(kp) {
-        row[..k].iter_mut().for_each(|v| *v ^= i8::MIN);
+    use std::arch::x86_64::*;
+    let nb = kp / KB;
+    let abs = _mm256_castsi256_ps(_mm256_set1_epi32(i32::MAX));
+    let flip = _mm256_set1_epi8(i8::MIN);
+    // `vpackssdw` and `vpacksswb` interleave the 128-bit lanes: this puts the dwords back.
+    let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for ((row, dst), s) in x.chunks(k).zip(q.chunks_mut(kp)).zip(scales.chunks_mut(nb)) {
+        for ((piece, d), s) in row.chunks(KB).zip(dst.chunks_mut(KB)).zip(s) {
+            if piece.len() < KB {
+                let max = piece.iter().fold(0f32, |a, &v| a.max(v.abs()));
+                *s = max / 127.0;
+                let inv = if max > 0.0 { 127.0 / max } else { 0.0 };
+                for (d, &v) in d.iter_mut().zip(piece) {
+                    *d = quantize(v, inv) ^ i8::MIN;
+                }
+                continue;
+            }
+            let p = piece.as_ptr();
+            let mut m = _mm256_setzero_ps();
+            for c in 0..KB / 8 {
+                m = _mm256_max_ps(m, _mm256_and_ps(_mm256_loadu_ps(p.add(8 * c)), abs));
+            }
+            let m = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+            let m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+            let max = _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps(m, m, 1)));
+            *s = max / 127.0;
+            let inv = if max > 0.0 { 127.0 / max } else { 0.0 };
+            let iv = _mm256_set1_ps(inv);
+            for h in 0..KB / 32 {
+                let i = [0, 1, 2, 3]
+                    .map(|c| _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(p.add(32 * h + 8 * c)), iv)));
+                let b = _mm256_packs_epi16(_mm256_packs_epi32(i[0], i[1]), _mm256_packs_epi32(i[2], i[3]));
+                let b = _mm256_permutevar8x32_epi32(b, order);
+                _mm256_storeu_si256(d.as_mut_ptr().add(32 * h).cast(), _mm256_xor_si256(b, flip));
+            }
+        }
     }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn quantize_rows_avx2(x: &[f32], k: usize, kp: usize, q: &mut [i8], scales: &mut [f32]) {
-    quantize_rows(x, k, kp, q, scales);
 }
 
 /// `x · w` (+ `bias` on every row) for `x` `[n, k]` row-major f32, on the best instructions
@@ -379,6 +439,9 @@ pub fn product(x: &[f32], n: usize, w: &Packed, bias: Option<&[f32]>) -> Vec<f32
 pub fn product_on(isa: Isa, x: &[f32], n: usize, w: &Packed, bias: Option<&[f32]>) -> Vec<f32> {
     let (k, m, kp) = (w.k, w.m, w.kp);
     assert!(Isa::all_here().contains(&isa), "int8 products on {} on a CPU without it", isa.name());
+    // Weights on more levels than the AVX2 kernel takes (packed for another path) go through
+    // the generic one, which gives the same bits.
+    let isa = if w.levels > isa.weight_levels() { Isa::Generic } else { isa };
     if let Some(out) = crate::trivial(x, n, k, m, bias) {
         return out;
     }
@@ -394,9 +457,7 @@ pub fn product_on(isa: Isa, x: &[f32], n: usize, w: &Packed, bias: Option<&[f32]
             #[cfg(target_arch = "x86_64")]
             Isa::Avx512Vnni => unsafe { quantize_rows_avx512(xs, k, kp, &mut q, &mut sx) },
             #[cfg(target_arch = "x86_64")]
-            Isa::AvxVnni => unsafe { quantize_rows_avx2_shifted(xs, k, kp, &mut q, &mut sx) },
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx2 => unsafe { quantize_rows_avx2(xs, k, kp, &mut q, &mut sx) },
+            Isa::AvxVnni | Isa::Avx2 => unsafe { quantize_rows_avx2_shifted(xs, k, kp, &mut q, &mut sx) },
             _ => quantize_rows(xs, k, kp, &mut q, &mut sx),
         }
         let block = Block { q: &q, sx: &sx, rows, w, bias };
@@ -572,8 +633,9 @@ impl Block<'_> {
         }
     }
 
-    /// `R` rows × the 64 columns of group `g`, a block of 16 columns at a time (2·R
-    /// accumulators of 8 i32: AVX2 has 16 registers).
+    /// [`Self::tile_avx_vnni`] on AVX2: each `vpdpbusd` is a `vpmaddubsw` (u8 activations
+    /// × weights on 63 levels, pair sums exact in i16), a `vpmaddwd` by ones (pairs of those
+    /// into i32) and an add.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
     unsafe fn tile_avx2<const R: usize>(&self, out: &mut Out, r0: usize, g: usize) {
@@ -587,18 +649,18 @@ impl Block<'_> {
             let b = self.w.data.as_ptr().add((g * 4 + c) * steps * BLOCK);
             let mut accf = [[_mm256_setzero_ps(); 2]; R];
             for blk in 0..nb {
-                let mut acc = [[_mm256_setzero_si256(); 2]; R];
+                let shift = self.w.shift.as_ptr().add(blk * mp + (g * 4 + c) * COLS);
+                let shifts = [_mm256_loadu_si256(shift.cast()), _mm256_loadu_si256(shift.add(8).cast())];
+                let mut acc = [shifts; R];
                 for s in blk * STEPS..(blk + 1) * STEPS {
                     let b0 = _mm256_loadu_si256(b.add(s * BLOCK).cast());
                     let b1 = _mm256_loadu_si256(b.add(s * BLOCK + 32).cast());
                     for (r, row) in acc.iter_mut().enumerate() {
-                        let q = a.add(r * kp + 4 * s).cast::<i32>().read_unaligned();
-                        let av = _mm256_set1_epi32(q);
-                        let abs = _mm256_sign_epi8(av, av);
-                        let p0 = _mm256_maddubs_epi16(abs, _mm256_sign_epi8(b0, av));
-                        let p1 = _mm256_maddubs_epi16(abs, _mm256_sign_epi8(b1, av));
-                        row[0] = _mm256_add_epi32(row[0], _mm256_madd_epi16(p0, ones));
-                        row[1] = _mm256_add_epi32(row[1], _mm256_madd_epi16(p1, ones));
+                        let av = _mm256_set1_epi32(a.add(r * kp + 4 * s).cast::<i32>().read_unaligned());
+                        let p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(av, b0), ones);
+                        let p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(av, b1), ones);
+                        row[0] = _mm256_add_epi32(row[0], p0);
+                        row[1] = _mm256_add_epi32(row[1], p1);
                     }
                 }
                 let scale = self.w.scale.as_ptr().add(blk * mp + (g * 4 + c) * COLS);
@@ -690,22 +752,41 @@ mod tests {
     fn every_path_gives_the_generic_bits() {
         let paths = Isa::all_here();
         eprintln!("int8 paths here: {:?}", paths.iter().map(|i| i.name()).collect::<Vec<_>>());
-        for (n, k, m) in [(1, 1, 1), (3, 5, 17), (5, 37, 65), (9, 64, 130), (33, 131, 64), (70, 384, 96)] {
+        let shapes = [(1, 1, 1), (3, 5, 17), (5, 37, 65), (9, 64, 130), (33, 131, 64), (70, 384, 96)];
+        for (case, (n, k, m)) in shapes.into_iter().enumerate() {
             let x = noise(n * k, (n * 31 + k) as u64);
             let wt = noise(k * m, (k * 7 + m) as u64);
+            // The last shape at the extremes: every activation and weight at its block's
+            // largest, so every byte pair of the AVX2 kernel sums to its bound (2 · 255 · 63),
+            // one sign and then the other.
+            let (x, wt) = if case == shapes.len() - 1 {
+                let sign = |i: usize| if i.is_multiple_of(3) { -1.0 } else { 1.0 };
+                ((0..n * k).map(|i| sign(i / k)).collect(), (0..k * m).map(|i| sign(i % m)).collect())
+            } else {
+                (x, wt)
+            };
             let bias = noise(m, 5);
-            let w = Packed::new(&wt, k, m);
-            for b in [None, Some(&bias[..])] {
-                let want = product_on(Isa::Generic, &x, n, &w, b);
-                for &isa in &paths[1..] {
-                    let got = product_on(isa, &x, n, &w, b);
-                    assert!(
-                        want.iter().zip(&got).all(|(a, b)| a.to_bits() == b.to_bits()),
-                        "{} differs from the generic path at {n}×{k}×{m}",
-                        isa.name()
-                    );
+            for levels in [127, 63] {
+                let w = Packed::with_levels(&wt, k, m, levels);
+                for b in [None, Some(&bias[..])] {
+                    let want = product_on(Isa::Generic, &x, n, &w, b);
+                    for &isa in &paths[1..] {
+                        let got = product_on(isa, &x, n, &w, b);
+                        assert!(
+                            want.iter().zip(&got).all(|(a, b)| a.to_bits() == b.to_bits()),
+                            "{} differs from the generic path at {n}×{k}×{m}, {levels} levels",
+                            isa.name()
+                        );
+                    }
                 }
             }
+        }
+        // The extremes' products are exact: each output is ±k (a whole number) up to the scales.
+        let (n, k, m) = (4, 128, 64);
+        let w = Packed::with_levels(&vec![1.0; k * m], k, m, 63);
+        for &isa in paths {
+            let got = product_on(isa, &vec![1.0; n * k], n, &w, None);
+            assert!(got.iter().all(|&v| (v - k as f32).abs() < 1e-3), "{}: {:?}", isa.name(), &got[..4]);
         }
     }
 
