@@ -27,6 +27,7 @@ Needs torch, transformers 5 and sentence-transformers (benches/requirements-benc
 """
 import argparse
 import json
+import multiprocessing
 import os
 import random
 import shutil
@@ -155,7 +156,14 @@ def main():
     rows = []
     work = tempfile.mkdtemp()
     for arch in a.archs.split(","):
-        model = make_model(arch, os.path.join(a.models, arch))
+        model = os.path.join(a.models, arch)
+        # Made in a process of its own: a child's peak RSS (wait4) starts from its parent's
+        # high-water mark, which holding the random model here would raise to its size.
+        maker = multiprocessing.get_context("spawn").Process(target=make_model, args=(arch, model))
+        maker.start()
+        maker.join()
+        if maker.exitcode != 0:
+            raise SystemExit(f"making the {arch} model failed ({maker.exitcode})")
         for length in [int(x) for x in a.lengths.split(",")]:
             count = max(1, 8192 // length)
             path = os.path.join(work, f"{arch}-{length}.txt")
