@@ -103,13 +103,7 @@ mod peak {
                 *v = _mm256_fmadd_ps(*v, a, b);
             }
         }
-        let mut lanes = [0f32; 8];
-        acc.iter()
-            .map(|&v| {
-                _mm256_storeu_ps(lanes.as_mut_ptr(), v);
-                lanes.iter().sum::<f32>()
-            })
-            .sum()
+        acc.iter().map(|&v| std::mem::transmute::<__m256, [f32; 8]>(v).iter().sum::<f32>()).sum()
     }
 
     #[target_feature(enable = "avx2")]
@@ -123,13 +117,7 @@ mod peak {
                 *v = _mm256_add_epi32(*v, _mm256_madd_epi16(_mm256_maddubs_epi16(a, *v), ones));
             }
         }
-        let mut lanes = [0i32; 8];
-        acc.iter()
-            .map(|&v| {
-                _mm256_storeu_si256(lanes.as_mut_ptr().cast(), v);
-                lanes.iter().sum::<i32>()
-            })
-            .sum()
+        acc.iter().map(|&v| std::mem::transmute::<__m256i, [i32; 8]>(v).iter().sum::<i32>()).sum()
     }
 
     #[target_feature(enable = "avx512f")]

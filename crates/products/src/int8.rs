@@ -390,25 +390,26 @@ unsafe fn quantize_rows_avx2_shifted(x: &[f32], k: usize, kp: usize, q: &mut [i8
     let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     for ((row, dst), s) in x.chunks(k).zip(q.chunks_mut(kp)).zip(scales.chunks_mut(nb)) {
         for ((piece, d), s) in row.chunks(KB).zip(dst.chunks_mut(KB)).zip(s) {
+            let p = piece.as_ptr();
+            let max = if piece.len() == KB {
+                let mut m = _mm256_setzero_ps();
+                for c in 0..KB / 8 {
+                    m = _mm256_max_ps(m, _mm256_and_ps(_mm256_loadu_ps(p.add(8 * c)), abs));
+                }
+                let m = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+                let m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+                _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps(m, m, 1)))
+            } else {
+                piece.iter().fold(0f32, |a, &v| a.max(v.abs()))
+            };
+            *s = max / 127.0;
+            let inv = if max > 0.0 { 127.0 / max } else { 0.0 };
             if piece.len() < KB {
-                let max = piece.iter().fold(0f32, |a, &v| a.max(v.abs()));
-                *s = max / 127.0;
-                let inv = if max > 0.0 { 127.0 / max } else { 0.0 };
                 for (d, &v) in d.iter_mut().zip(piece) {
                     *d = quantize(v, inv) ^ i8::MIN;
                 }
                 continue;
             }
-            let p = piece.as_ptr();
-            let mut m = _mm256_setzero_ps();
-            for c in 0..KB / 8 {
-                m = _mm256_max_ps(m, _mm256_and_ps(_mm256_loadu_ps(p.add(8 * c)), abs));
-            }
-            let m = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-            let m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-            let max = _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps(m, m, 1)));
-            *s = max / 127.0;
-            let inv = if max > 0.0 { 127.0 / max } else { 0.0 };
             let iv = _mm256_set1_ps(inv);
             for h in 0..KB / 32 {
                 let i = [0, 1, 2, 3]
@@ -481,6 +482,69 @@ pub fn product_on(isa: Isa, x: &[f32], n: usize, w: &Packed, bias: Option<&[f32]
     out
 }
 
+/// The 256-bit kernels, AVX2's and AVX-VNNI's: one body, two `target_feature` sets (the
+/// AVX2 one must not enable AVX-VNNI, which LLVM could fold its products into), differing in
+/// the step that adds the byte products of `a` and `b` into `acc`. A macro rather than a
+/// generic: a step compiled for AVX-VNNI would not inline into a body compiled without it.
+#[cfg(target_arch = "x86_64")]
+macro_rules! tile_256 {
+    ($(#[$doc:meta])* $run:ident, $tile:ident, $features:literal,
+     |$acc:ident, $a:ident, $b:ident| $step:expr) => {
+        #[target_feature(enable = $features)]
+        unsafe fn $run(&self, out: &mut Out) {
+            for (r0, nr, g) in self.tiles() {
+                match nr {
+                    4 => self.$tile::<4>(out, r0, g),
+                    3 => self.$tile::<3>(out, r0, g),
+                    2 => self.$tile::<2>(out, r0, g),
+                    _ => self.$tile::<1>(out, r0, g),
+                }
+            }
+        }
+
+        $(#[$doc])*
+        #[target_feature(enable = $features)]
+        unsafe fn $tile<const R: usize>(&self, out: &mut Out, r0: usize, g: usize) {
+            use std::arch::x86_64::*;
+            let (kp, nb, mp) = (self.w.kp, self.blocks(), self.w.mp);
+            let steps = kp / 4;
+            let a = self.q.as_ptr().add(r0 * kp);
+            let mut sums = [[0f32; GROUP]; R];
+            for c in 0..4 {
+                let b = self.w.data.as_ptr().add((g * 4 + c) * steps * BLOCK);
+                let mut accf = [[_mm256_setzero_ps(); 2]; R];
+                for blk in 0..nb {
+                    let shift = self.w.shift.as_ptr().add(blk * mp + (g * 4 + c) * COLS);
+                    let shifts = [_mm256_loadu_si256(shift.cast()), _mm256_loadu_si256(shift.add(8).cast())];
+                    let mut acc = [shifts; R];
+                    for s in blk * STEPS..(blk + 1) * STEPS {
+                        let b0 = _mm256_loadu_si256(b.add(s * BLOCK).cast());
+                        let b1 = _mm256_loadu_si256(b.add(s * BLOCK + 32).cast());
+                        for (r, row) in acc.iter_mut().enumerate() {
+                            let av = _mm256_set1_epi32(a.add(r * kp + 4 * s).cast::<i32>().read_unaligned());
+                            row[0] = { let ($acc, $a, $b) = (row[0], av, b0); $step };
+                            row[1] = { let ($acc, $a, $b) = (row[1], av, b1); $step };
+                        }
+                    }
+                    let scale = self.w.scale.as_ptr().add(blk * mp + (g * 4 + c) * COLS);
+                    let (s0, s1) = (_mm256_loadu_ps(scale), _mm256_loadu_ps(scale.add(8)));
+                    for (r, (row, f)) in acc.iter().zip(accf.iter_mut()).enumerate() {
+                        let sx = _mm256_set1_ps(*self.sx.get_unchecked((r0 + r) * nb + blk));
+                        f[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(row[0]), _mm256_mul_ps(sx, s0), f[0]);
+                        f[1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(row[1]), _mm256_mul_ps(sx, s1), f[1]);
+                    }
+                }
+                for (r, f) in accf.iter().enumerate() {
+                    _mm256_storeu_ps(sums[r].as_mut_ptr().add(c * COLS), f[0]);
+                    _mm256_storeu_ps(sums[r].as_mut_ptr().add(c * COLS + 8), f[1]);
+                }
+            }
+            for (r, s) in sums.iter().enumerate() {
+                self.finish(out, s, r0 + r, g);
+            }
+        }
+    };
+}
 /// A task's rows of the output, written once each by the kernels.
 type Out = [std::mem::MaybeUninit<f32>];
 
@@ -621,122 +685,22 @@ impl Block<'_> {
     }
 
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn run_avx2(&self, out: &mut Out) {
-        for (r0, nr, g) in self.tiles() {
-            match nr {
-                4 => self.tile_avx2::<4>(out, r0, g),
-                3 => self.tile_avx2::<3>(out, r0, g),
-                2 => self.tile_avx2::<2>(out, r0, g),
-                _ => self.tile_avx2::<1>(out, r0, g),
-            }
-        }
-    }
-
-    /// [`Self::tile_avx_vnni`] on AVX2: each `vpdpbusd` is a `vpmaddubsw` (u8 activations
-    /// × weights on 63 levels, pair sums exact in i16), a `vpmaddwd` by ones (pairs of those
-    /// into i32) and an add.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn tile_avx2<const R: usize>(&self, out: &mut Out, r0: usize, g: usize) {
-        use std::arch::x86_64::*;
-        let (kp, nb, mp) = (self.w.kp, self.blocks(), self.w.mp);
-        let steps = kp / 4;
-        let a = self.q.as_ptr().add(r0 * kp);
-        let ones = _mm256_set1_epi16(1);
-        let mut sums = [[0f32; GROUP]; R];
-        for c in 0..4 {
-            let b = self.w.data.as_ptr().add((g * 4 + c) * steps * BLOCK);
-            let mut accf = [[_mm256_setzero_ps(); 2]; R];
-            for blk in 0..nb {
-                let shift = self.w.shift.as_ptr().add(blk * mp + (g * 4 + c) * COLS);
-                let shifts = [_mm256_loadu_si256(shift.cast()), _mm256_loadu_si256(shift.add(8).cast())];
-                let mut acc = [shifts; R];
-                for s in blk * STEPS..(blk + 1) * STEPS {
-                    let b0 = _mm256_loadu_si256(b.add(s * BLOCK).cast());
-                    let b1 = _mm256_loadu_si256(b.add(s * BLOCK + 32).cast());
-                    for (r, row) in acc.iter_mut().enumerate() {
-                        let av = _mm256_set1_epi32(a.add(r * kp + 4 * s).cast::<i32>().read_unaligned());
-                        let p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(av, b0), ones);
-                        let p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(av, b1), ones);
-                        row[0] = _mm256_add_epi32(row[0], p0);
-                        row[1] = _mm256_add_epi32(row[1], p1);
-                    }
-                }
-                let scale = self.w.scale.as_ptr().add(blk * mp + (g * 4 + c) * COLS);
-                let (s0, s1) = (_mm256_loadu_ps(scale), _mm256_loadu_ps(scale.add(8)));
-                for (r, (row, f)) in acc.iter().zip(accf.iter_mut()).enumerate() {
-                    let sx = _mm256_set1_ps(*self.sx.get_unchecked((r0 + r) * nb + blk));
-                    f[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(row[0]), _mm256_mul_ps(sx, s0), f[0]);
-                    f[1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(row[1]), _mm256_mul_ps(sx, s1), f[1]);
-                }
-            }
-            for (r, f) in accf.iter().enumerate() {
-                _mm256_storeu_ps(sums[r].as_mut_ptr().add(c * COLS), f[0]);
-                _mm256_storeu_ps(sums[r].as_mut_ptr().add(c * COLS + 8), f[1]);
-            }
-        }
-        for (r, s) in sums.iter().enumerate() {
-            self.finish(out, s, r0 + r, g);
-        }
+    tile_256! {
+        /// `R` rows × the 64 columns of group `g`, a block of 16 columns at a time, each
+        /// block's sums starting at the shift's `−128 · Σ w`, one broadcast per row. On AVX2,
+        /// each `vpdpbusd` of [`Self::tile_vnni`] is a `vpmaddubsw` (u8 activations × weights
+        /// on 63 levels, pair sums exact in i16), a `vpmaddwd` by ones (pairs of those into
+        /// i32) and an add.
+        run_avx2, tile_avx2, "avx2,fma",
+        |acc, a, b| _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), _mm256_set1_epi16(1)))
     }
 
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2,fma,avxvnni")]
-    unsafe fn run_avx_vnni(&self, out: &mut Out) {
-        for (r0, nr, g) in self.tiles() {
-            match nr {
-                4 => self.tile_avx_vnni::<4>(out, r0, g),
-                3 => self.tile_avx_vnni::<3>(out, r0, g),
-                2 => self.tile_avx_vnni::<2>(out, r0, g),
-                _ => self.tile_avx_vnni::<1>(out, r0, g),
-            }
-        }
-    }
-
-    /// [`Self::tile_avx2`]'s shape with [`Self::tile_vnni`]'s arithmetic: `R` rows × the 64
-    /// columns of group `g`, a block of 16 columns at a time, each block's sums starting at
-    /// the shift's `−128 · Σ w`, one broadcast per row and one `vpdpbusd` per accumulator.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2,fma,avxvnni")]
-    unsafe fn tile_avx_vnni<const R: usize>(&self, out: &mut Out, r0: usize, g: usize) {
-        use std::arch::x86_64::*;
-        let (kp, nb, mp) = (self.w.kp, self.blocks(), self.w.mp);
-        let steps = kp / 4;
-        let a = self.q.as_ptr().add(r0 * kp);
-        let mut sums = [[0f32; GROUP]; R];
-        for c in 0..4 {
-            let b = self.w.data.as_ptr().add((g * 4 + c) * steps * BLOCK);
-            let mut accf = [[_mm256_setzero_ps(); 2]; R];
-            for blk in 0..nb {
-                let shift = self.w.shift.as_ptr().add(blk * mp + (g * 4 + c) * COLS);
-                let shifts = [_mm256_loadu_si256(shift.cast()), _mm256_loadu_si256(shift.add(8).cast())];
-                let mut acc = [shifts; R];
-                for s in blk * STEPS..(blk + 1) * STEPS {
-                    let b0 = _mm256_loadu_si256(b.add(s * BLOCK).cast());
-                    let b1 = _mm256_loadu_si256(b.add(s * BLOCK + 32).cast());
-                    for (r, row) in acc.iter_mut().enumerate() {
-                        let av = _mm256_set1_epi32(a.add(r * kp + 4 * s).cast::<i32>().read_unaligned());
-                        row[0] = _mm256_dpbusd_avx_epi32(row[0], av, b0);
-                        row[1] = _mm256_dpbusd_avx_epi32(row[1], av, b1);
-                    }
-                }
-                let scale = self.w.scale.as_ptr().add(blk * mp + (g * 4 + c) * COLS);
-                let (s0, s1) = (_mm256_loadu_ps(scale), _mm256_loadu_ps(scale.add(8)));
-                for (r, (row, f)) in acc.iter().zip(accf.iter_mut()).enumerate() {
-                    let sx = _mm256_set1_ps(*self.sx.get_unchecked((r0 + r) * nb + blk));
-                    f[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(row[0]), _mm256_mul_ps(sx, s0), f[0]);
-                    f[1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(row[1]), _mm256_mul_ps(sx, s1), f[1]);
-                }
-            }
-            for (r, f) in accf.iter().enumerate() {
-                _mm256_storeu_ps(sums[r].as_mut_ptr().add(c * COLS), f[0]);
-                _mm256_storeu_ps(sums[r].as_mut_ptr().add(c * COLS + 8), f[1]);
-            }
-        }
-        for (r, s) in sums.iter().enumerate() {
-            self.finish(out, s, r0 + r, g);
-        }
+    tile_256! {
+        /// [`Self::tile_avx2`]'s shape with [`Self::tile_vnni`]'s arithmetic: one `vpdpbusd`
+        /// per accumulator.
+        run_avx_vnni, tile_avx_vnni, "avx2,fma,avxvnni",
+        |acc, a, b| _mm256_dpbusd_avx_epi32(acc, a, b)
     }
 }
 
