@@ -2,7 +2,10 @@
 //! the CPU) at the published models' head shapes: NomicBERT's full attention (12 heads of 64)
 //! at 8,192 tokens and at 64 texts of 128, Qwen3-Embedding-0.6B's causal grouped-query
 //! attention (16 heads of 128 over 8 key/value heads) at 8,192, and ModernBERT's local window
-//! (128 wide) at 8,192. Throughput counts the two products' multiply-adds ×2 over the keys each
+//! (128 wide) at 8,192; and the late pass's windows (16 texts of 254 tokens) at MiniLM's
+//! (12 heads of 32) and MPNet's (12 of 64) shapes, where the BERT family's own attention
+//! (`fused::attention`: a `gemm` product, a softmax and a `gemm` per sequence and head) runs
+//! beside the tiled one (`f32-gemm`). Throughput counts the two products' multiply-adds ×2 over the keys each
 //! query sees (GFLOP/s), so it compares with the FMA peak of `cargo bench --bench products`.
 //!
 //! `cargo bench --bench attention` (the machine's threads; `RAYON_NUM_THREADS` to pin).
@@ -27,6 +30,8 @@ const SHAPES: &[(&str, usize, usize, usize, usize, usize, Mask)] = &[
     ("nomic_128x64", 64, 128, 12, 12, 64, Mask::Full),
     ("qwen3_8192x1", 1, 8192, 16, 8, 128, Mask::Causal),
     ("modernbert_local_8192x1", 1, 8192, 12, 12, 64, Mask::Window(64)),
+    ("minilm_254x16", 16, 254, 12, 12, 32, Mask::Full),
+    ("mpnet_254x16", 16, 254, 12, 12, 64, Mask::Full),
 ];
 
 fn attention(c: &mut Criterion) {
@@ -52,6 +57,14 @@ fn attention(c: &mut Criterion) {
         g.bench_with_input(BenchmarkId::new("f32", name), &(), |b, ()| {
             b.iter(|| tiled(view(0), view(nh * d), view((nh + kvh) * d), &cu, heads, mask));
         });
+        if nh == kvh && mask == Mask::Full {
+            // The BERT-family path (`fused::attention`): a gemm product and a softmax per
+            // (sequence, head).
+            let t = candle_core::Tensor::from_slice(&qkv, (n, stride), &candle_core::Device::Cpu).unwrap();
+            g.bench_with_input(BenchmarkId::new("f32-gemm", name), &(), |b, ()| {
+                b.iter(|| seamcut::embed::fused::attention(&t, &cu, nh, heads.scale, None).unwrap());
+            });
+        }
     }
     g.finish();
 }

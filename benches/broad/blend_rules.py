@@ -7,11 +7,14 @@ late.sh's format, so late_table.py makes the table with intervals, pooled and pe
 
     python3 benches/broad/blend_rules.py OUT.jsonl [--split dev] [--cap 128]
         [--model all-MiniLM-L6-v2] [--rules blend,agree,...] [--stats] [--dtype int8]
+        [--late "--late-stride 254"]
     python3 benches/broad/late_table.py OUT.jsonl
 
 Needs numpy and target/release/seamcut (SEAMCUT_BIN); the vectors are cached in
 target/blend-rules/ (a folder per model, cap and --dtype other than f32, which every `seamcut`
-call then runs in: the chunk vectors and the questions'). --stats prints, per kind, how the late vector sits against the chunk's
+call then runs in: the chunk vectors and the questions'). --late passes flags to the late
+pass only (other windows or strides); its late vectors are cached beside the default ones and
+its rows are labelled with the flags, so one file compares strides rule by rule. --stats prints, per kind, how the late vector sits against the chunk's
 own (the quantities the rules read).
 
 What the rules found (benches/RESULTS.md, 2026-12-06): the old recipe's loss on transcripts
@@ -159,27 +162,30 @@ def run(cmd, **kw):
     return r.stdout
 
 
-def vectors(binary, model, cap, text_path, name, cache, dtype):
-    """The chunks of one text (recursive at `cap`) and their three vectors, cached."""
+def vectors(binary, model, cap, text_path, name, cache, dtype, late):
+    """The chunks of one text (recursive at `cap`) and their three vectors, cached; `late`:
+    extra flags for the late pass, which name its cache files."""
     os.makedirs(cache, exist_ok=True)
     out = {}
+    late_tag = "".join(c if c.isalnum() else "_" for c in " ".join(late)).strip("_")
     for kind, flags in (
         ("text", ["--embeddings", "reembed"]),
         ("ctx", ["--embeddings", "reembed", "--context-prefix"]),
-        ("late", ["--embeddings", "late"]),
+        ("late", ["--embeddings", "late", *late]),
     ):
-        base = os.path.join(cache, f"{name}.{kind}")
+        file_kind = f"{kind}.{late_tag}" if kind == "late" and late_tag else kind
+        base = os.path.join(cache, f"{name}.{file_kind}")
         if not os.path.exists(base + ".npy"):
             run([binary, "chunk", text_path, "--chunker", "recursive", "--max-tokens", str(cap),
                  "--model", model, "--dtype", dtype, *flags, "-o", base + ".jsonl", "--quiet"])
         out[kind] = np.load(base + ".npy")
-        out[kind + "_chunks"] = os.path.join(cache, f"{name}.{kind}.jsonl")
+        out[kind + "_chunks"] = base + ".jsonl"
     chunks = [json.loads(x) for x in open(out["ctx_chunks"])]
     spans = [(c["start"], c["end"]) for c in chunks]
-    for kind in ("text", "ctx"):
+    for kind in ("text", "late"):
         other = [(c["start"], c["end"]) for c in map(json.loads, open(out[kind + "_chunks"]))]
         if other != spans:
-            sys.exit(f"{name}: the {kind} run cut other chunks than the late run")
+            sys.exit(f"{name}: the {kind} run cut other chunks than the context run")
     return out, chunks
 
 
@@ -192,6 +198,7 @@ def main():
     ap.add_argument("--rules", default=",".join(RULES))
     ap.add_argument("--stats", action="store_true")
     ap.add_argument("--dtype", default="f32", help="every seamcut call's --dtype (chunk vectors and questions)")
+    ap.add_argument("--late", default="", help='flags for the late pass only, e.g. "--late-stride 254"')
     a = ap.parse_args()
     binary = os.environ.get("SEAMCUT_BIN", os.path.join(ROOT, "target/release/seamcut"))
     texts_dir = os.path.join(os.environ.get("SEAMCUT_CACHE", os.path.join(ROOT, "target/fetch")), "broad-texts")
@@ -203,7 +210,8 @@ def main():
     rules = a.rules.split(",")
     with open(a.out, "a") as out, tempfile.TemporaryDirectory() as tmp:
         for name in names:
-            v, chunks = vectors(binary, model, a.cap, os.path.join(texts_dir, f"{name}.txt"), name, cache, a.dtype)
+            v, chunks = vectors(binary, model, a.cap, os.path.join(texts_dir, f"{name}.txt"), name, cache,
+                                a.dtype, a.late.split())
             t, o, l = unit(v["text"]), unit(v["ctx"]), unit(v["late"])
             if a.stats:
                 pair = lambda x: float(np.mean(x @ x.T))  # noqa: E731
@@ -218,7 +226,7 @@ def main():
                          "--max-tokens", str(a.cap),
                          "--chunks", v["late_chunks"], "--vectors", npy, "--questions", questions])
                 row = {"row": rule, "retriever": a.model, "cap": a.cap, "split": a.split, "texts": [name],
-                       "late": "", "r": json.loads(r.strip().splitlines()[-1])}
+                       "late": a.late, "r": json.loads(r.strip().splitlines()[-1])}
                 if a.dtype != "f32":
                     row["dtype"] = a.dtype
                 out.write(json.dumps(row) + "\n")
