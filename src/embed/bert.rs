@@ -52,6 +52,15 @@ impl Net {
             Self::Qwen3(m) => m.forward(batch),
         }
     }
+
+    /// [`Self::forward`]'s rows in `rows` alone ([`Embedder::token_states_rows`]): the BERT
+    /// family skips its last layer's work for the others; the other networks select.
+    fn forward_rows(&self, batch: &FlatBatch, rows: &[std::ops::Range<usize>]) -> Result<Tensor> {
+        match self {
+            Self::Encoder(e) => e.forward_rows(batch, rows),
+            _ => super::select_rows(&self.forward(batch)?, rows, batch.ids.len()),
+        }
+    }
 }
 
 /// A transformer encoder of a sentence-transformers directory: the BERT family
@@ -251,6 +260,17 @@ impl Embedder for BertEmbedder {
             return Ok(states);
         }
         // Linear heads commute with the span means (super::dense).
+        self.heads.on_tokens(&states)
+    }
+
+    fn token_states_rows(&self, batch: &FlatBatch, rows: &[std::ops::Range<usize>]) -> Result<Tensor> {
+        if batch.is_empty() {
+            return super::select_rows(&self.token_states(batch)?, rows, 0);
+        }
+        let states = self.encoder.forward_rows(batch, rows)?;
+        if self.heads.is_empty() {
+            return Ok(states);
+        }
         self.heads.on_tokens(&states)
     }
 

@@ -314,12 +314,29 @@ impl Encoder {
     /// # Errors
     /// On a device or shape failure.
     pub fn forward(&self, batch: &FlatBatch) -> Result<Tensor> {
-        self.forward_with(batch, self.device.is_cpu() && self.dtype == DType::F32)
+        self.forward_with(batch, self.device.is_cpu() && self.dtype == DType::F32, None)
+    }
+
+    /// [`Self::forward`]'s rows in `rows` alone (flat-batch ranges, stacked in the order given):
+    /// the last layer's output projection and feed-forward run on those rows only, its keys
+    /// and values on every token, so each row is the one [`Self::forward`] gives it, bit for
+    /// bit (every op after the attention is per row). The late pass pools only the tokens
+    /// at the centre of each window: at 254 tokens every 127, half of them.
+    ///
+    /// # Errors
+    /// As [`Self::forward`], and on a range outside the batch.
+    pub fn forward_rows(&self, batch: &FlatBatch, rows: &[std::ops::Range<usize>]) -> Result<Tensor> {
+        self.forward_with(batch, self.device.is_cpu() && self.dtype == DType::F32, Some(rows))
     }
 
     /// [`Self::forward`] with the fused CPU ops ([`super::fused`]) or candle's own (`fused`
     /// false: the path every other device and dtype takes).
-    fn forward_with(&self, batch: &FlatBatch, fused: bool) -> Result<Tensor> {
+    fn forward_with(
+        &self,
+        batch: &FlatBatch,
+        fused: bool,
+        rows: Option<&[std::ops::Range<usize>]>,
+    ) -> Result<Tensor> {
         let n_seq = batch.len();
         let n_tok = batch.ids.len();
         let l = batch.max_len().max(1);
@@ -358,7 +375,8 @@ impl Encoder {
         let (h, heads) = (self.hidden, self.heads);
         let d = h / heads;
         let scale = 1.0 / (d as f64).sqrt();
-        for layer in &self.layers {
+        let last = self.layers.len().saturating_sub(1);
+        for (i, layer) in self.layers.iter().enumerate() {
             let qkv = layer.qkv.forward(&x, fused)?; // [N, 3H]
             let ctx = match &padded {
                 None => super::fused::attention(
@@ -372,6 +390,14 @@ impl Encoder {
                     self.padded_attention(&qkv, (gather, scatter, bias), rel.as_ref(), (n_seq, l), scale)?
                 }
             };
+            // The last layer's remaining ops are per row: on the rows asked for alone.
+            let ctx = match rows {
+                Some(rows) if i == last => {
+                    x = super::select_rows(&x, rows, n_tok)?;
+                    super::select_rows(&ctx, rows, n_tok)?
+                }
+                _ => ctx,
+            };
             x = layer.ln1.forward_residual(&layer.out, &ctx, &x, fused)?;
             let up = match self.act {
                 Act::GeluErf => match layer.up.forward_unbiased(&x, fused)? {
@@ -383,7 +409,10 @@ impl Encoder {
             };
             x = layer.ln2.forward_residual(&layer.down, &up, &x, fused)?;
         }
-        Ok(x)
+        match rows {
+            Some(rows) if self.layers.is_empty() => super::select_rows(&x, rows, n_tok),
+            _ => Ok(x),
+        }
     }
 
     /// The gather (padded slot → flat token), scatter (flat token → padded slot) and additive
@@ -569,8 +598,8 @@ mod tests {
         ];
         for (arch, h, heads) in shapes {
             let enc = random(arch, h, heads);
-            let fused = enc.forward_with(&batch, true).unwrap().to_vec2::<f32>().unwrap();
-            let plain = enc.forward_with(&batch, false).unwrap().to_vec2::<f32>().unwrap();
+            let fused = enc.forward_with(&batch, true, None).unwrap().to_vec2::<f32>().unwrap();
+            let plain = enc.forward_with(&batch, false, None).unwrap().to_vec2::<f32>().unwrap();
             assert_eq!(fused.len(), batch.ids.len());
             let worst = fused
                 .iter()

@@ -16,7 +16,7 @@
 //!   centre, the earlier window on a tie) and to the span that holds its first byte
 //!   ([`crate::wordpiece::TextTokenizer::ids_and_starts`]); plan the windows of all documents
 //!   into token-budget batches ([`super::batch::plan`]).
-//! - [`run_tensor`] (device): per batch, [`Embedder::token_states`], then
+//! - [`run_tensor`] (device): per batch, [`Embedder::token_states_rows`] of the rows it pools, then
 //!   [`crate::kernels::pool_spans`] sums each run of tokens a window gives one span; then the
 //!   runs of each span, in document order. Token states never leave the model's device; the
 //!   span sums stay there too ([`LateTensor`]) until [`LateTensor::to_host`] ([`run`]).
@@ -664,13 +664,19 @@ pub fn run_tensor(model: &dyn Embedder, p: &LatePrepared) -> Result<(LateTensor,
     let mut at = 0u32;
     for group in &p.plan {
         let mut fb = FlatBatch::default();
+        // The batch rows each run pools (the tokens at the centre of their window), and each
+        // run's place among them: only these rows' states are asked for.
+        let mut rows = Vec::new();
         let (mut starts, mut ends) = (Vec::new(), Vec::new());
+        let mut kept = 0u32;
         for &k in group {
-            let off = fb.ids.len() as u32;
+            let off = fb.ids.len();
             fb.push(&p.seqs[k]);
             for r in &p.runs[k] {
-                starts.push(off + r.from);
-                ends.push(off + r.to);
+                rows.push(off + r.from as usize..off + r.to as usize);
+                starts.push(kept);
+                kept += r.to - r.from;
+                ends.push(kept);
                 row_of_run[r.seg as usize] = at;
                 at += 1;
             }
@@ -678,10 +684,10 @@ pub fn run_tensor(model: &dyn Embedder, p: &LatePrepared) -> Result<(LateTensor,
         stats.batches += 1;
         stats.tokens += fb.ids.len();
         stats.padded_tokens += fb.max_len() * fb.len();
-        let states = model.token_states(&fb)?;
-        if states.dims2()? != (fb.ids.len(), dim) {
+        let states = model.token_states_rows(&fb, &rows)?;
+        if states.dims2()? != (kept as usize, dim) {
             return Err(Error::Internal(format!(
-                "token states {:?} for {} tokens of dimension {dim}",
+                "token states {:?} for {kept} of {} tokens of dimension {dim}",
                 states.dims(),
                 fb.ids.len()
             )));

@@ -136,6 +136,24 @@ pub trait Embedder: Send + Sync {
         )))
     }
 
+    /// [`Self::token_states`] of the batch's rows in `rows` alone (ranges of flat-batch
+    /// positions, each within the batch), stacked in the order given: `[Σ len, dim]`. The late
+    /// pass pools only these rows, so a model may skip the work no other row needs: the BERT
+    /// family runs its last layer's output projection and feed-forward on these rows alone
+    /// (the keys and values still come from every token). Each row is the state
+    /// [`Self::token_states`] gives it, bit for bit. The default takes every row's state and
+    /// selects.
+    ///
+    /// # Errors
+    /// As [`Self::token_states`], and on a range outside the batch.
+    fn token_states_rows(
+        &self,
+        batch: &FlatBatch,
+        rows: &[std::ops::Range<usize>],
+    ) -> Result<candle_core::Tensor> {
+        select_rows(&self.token_states(batch)?, rows, batch.ids.len())
+    }
+
     /// Embed every sequence of the batch (special tokens already added). Returns
     /// `batch.len() * dim` floats, row-major, each row L2-normalised (a zero row for a
     /// sequence with nothing to embed).
@@ -526,4 +544,23 @@ pub fn safetensors_header(path: &std::path::Path) -> Result<serde_json::Map<Stri
 /// As [`safetensors_header`].
 pub fn tensor_names(path: &std::path::Path) -> Result<Vec<String>> {
     Ok(safetensors_header(path)?.keys().filter(|k| *k != "__metadata__").cloned().collect())
+}
+
+/// The rows `rows` of `t` (`[n, …]`, ranges within `0..n`) stacked in order, on `t`'s device:
+/// [`Embedder::token_states_rows`]'s selection.
+///
+/// # Errors
+/// A range outside `0..n` (one line), or a device failure.
+pub fn select_rows(
+    t: &candle_core::Tensor,
+    rows: &[std::ops::Range<usize>],
+    n: usize,
+) -> Result<candle_core::Tensor> {
+    if let Some(r) = rows.iter().find(|r| r.start > r.end || r.end > n) {
+        return Err(crate::Error::Internal(format!("token rows {r:?} outside a batch of {n}")));
+    }
+    let idx: Vec<u32> = rows.iter().flat_map(|r| r.start as u32..r.end as u32).collect();
+    let len = idx.len();
+    let idx = candle_core::Tensor::from_vec(idx, len, t.device())?;
+    Ok(t.index_select(&idx, 0)?)
 }

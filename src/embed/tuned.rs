@@ -238,6 +238,10 @@ impl Embedder for Tuned {
         self.cut(self.inner.token_states(batch)?)
     }
 
+    fn token_states_rows(&self, batch: &FlatBatch, rows: &[std::ops::Range<usize>]) -> Result<Tensor> {
+        self.cut(self.inner.token_states_rows(batch, rows)?)
+    }
+
     fn embed(&self, batch: &FlatBatch) -> Result<Vec<f32>> {
         let v = self.inner.embed(batch)?;
         Ok(match self.dims {

@@ -351,6 +351,53 @@ fn token_states_mean_pool_to_the_models_vectors() {
     }
 }
 
+/// The late pass asks for the rows it pools alone (`Embedder::token_states_rows`), and the
+/// BERT family then runs its last layer's output projection and feed-forward on those rows
+/// only: each row must be the state `token_states` gives it, bit for bit, in f32 and int8,
+/// for BERT (MiniLM), MPNet's relative bias and XLM-R's layout; ranges in any order, empty
+/// ones, and a range past the batch a one-line error.
+#[test]
+fn token_states_of_some_rows_are_those_rows_of_all_states() {
+    use seamcut::device::{DeviceSpec, Precision};
+    let int8 = Compute::new(DeviceSpec::Cpu, Precision::Int8).unwrap();
+    let dirs = [
+        root().join("models/all-MiniLM-L6-v2"),
+        root().join("tests/fixtures/tiny-mpnet"),
+        root().join("tests/fixtures/tiny-xlmr"),
+    ];
+    let texts = [
+        "The first text, a sentence of a dozen tokens or so.",
+        "A second one. It has two sentences, and the second is a little longer than the first.",
+        "Short.",
+    ];
+    for dir in &dirs {
+        for compute in [Compute::cpu(), int8.clone()] {
+            let model = load_dir(dir, &compute).unwrap();
+            let (pre, post) = model.special_ids();
+            let mut fb = FlatBatch::default();
+            for t in texts {
+                let ids: Vec<u32> = pre.iter().chain(&model.content_ids(t)).chain(post).copied().collect();
+                fb.push(&ids);
+            }
+            let n = fb.ids.len();
+            let all = model.token_states(&fb).unwrap().to_vec2::<f32>().unwrap();
+            // Pieces of every sequence, out of order, with an empty range and a single row.
+            let (c, last) = (&fb.cu_seqlens, fb.cu_seqlens[fb.len()]);
+            let rows = vec![c[1] + 2..c[2] - 1, 1..4, c[2]..last, 5..5, 0..1];
+            let some = model.token_states_rows(&fb, &rows).unwrap().to_vec2::<f32>().unwrap();
+            let want: Vec<&Vec<f32>> = rows.iter().flat_map(|r| &all[r.clone()]).collect();
+            assert_eq!(some.len(), want.len(), "{}", dir.display());
+            for (i, (a, b)) in some.iter().zip(want).enumerate() {
+                let same = a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits());
+                assert!(same, "{} ({:?}): row {i} differs", dir.display(), compute.products);
+            }
+            let past = vec![0..1, n - 1..n + 1];
+            let err = model.token_states_rows(&fb, &past).unwrap_err().to_string();
+            assert!(err.contains("outside a batch") && !err.contains('\n'), "{err}");
+        }
+    }
+}
+
 #[test]
 fn static_model_late_vectors_are_its_ordinary_vectors() {
     // Static token states do not see each other: a span's late vector is the model's vector of
