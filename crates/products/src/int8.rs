@@ -310,6 +310,26 @@ fn quantize(v: f32, inv: f32) -> i8 {
     ((x + MAGIC) - MAGIC) as i8
 }
 
+/// A block's scale (what its integers are multiplied by) and the factor that quantizes it
+/// (its reciprocal, 0 for an all-zero block), from the block's largest magnitude: the one rule
+/// every quantizer here uses.
+#[inline(always)]
+fn block_scale(max: f32) -> (f32, f32) {
+    (max / 127.0, if max > 0.0 { 127.0 / max } else { 0.0 })
+}
+
+/// A row's last block, shorter than [`KB`], quantized as the vector quantizers write theirs
+/// (shifted to u8: the sign bit flipped); returns its scale. The padding after it is left as
+/// it is: it meets zero weights.
+#[inline(always)]
+fn quantize_tail_shifted(piece: &[f32], d: &mut [i8]) -> f32 {
+    let (scale, inv) = block_scale(piece.iter().fold(0f32, |a, &v| a.max(v.abs())));
+    for (d, &v) in d.iter_mut().zip(piece) {
+        *d = quantize(v, inv) ^ i8::MIN;
+    }
+    scale
+}
+
 /// Rows of `x` (`k` wide) as int8, `kp` wide (zero padded), and their scales, one per row
 /// and block of [`KB`] (`[rows][kp/KB]`).
 #[inline(always)]
@@ -325,9 +345,8 @@ fn quantize_rows(x: &[f32], k: usize, kp: usize, q: &mut [i8], scales: &mut [f32
                     *l = l.max(v.abs());
                 }
             }
-            let max = lanes.iter().fold(0f32, |a, &v| a.max(v));
-            *s = max / 127.0;
-            let inv = if max > 0.0 { 127.0 / max } else { 0.0 };
+            let inv;
+            (*s, inv) = block_scale(lanes.iter().fold(0f32, |a, &v| a.max(v)));
             for (d, &v) in d.iter_mut().zip(piece) {
                 *d = quantize(v, inv);
             }
@@ -346,24 +365,16 @@ unsafe fn quantize_rows_avx512(x: &[f32], k: usize, kp: usize, q: &mut [i8], sca
     let nb = kp / KB;
     for ((row, dst), s) in x.chunks(k).zip(q.chunks_mut(kp)).zip(scales.chunks_mut(nb)) {
         for ((piece, d), s) in row.chunks(KB).zip(dst.chunks_mut(KB)).zip(s) {
-            let max = if piece.len() == KB {
-                let mut m = _mm512_setzero_ps();
-                for part in piece.chunks_exact(16) {
-                    m = _mm512_max_ps(m, _mm512_abs_ps(_mm512_loadu_ps(part.as_ptr())));
-                }
-                _mm512_reduce_max_ps(m)
-            } else {
-                piece.iter().fold(0f32, |a, &v| a.max(v.abs()))
-            };
-            *s = max / 127.0;
-            let inv = if max > 0.0 { 127.0 / max } else { 0.0 };
             if piece.len() < KB {
-                // The padding stays as it is: it meets zero weights.
-                for (d, &v) in d.iter_mut().zip(piece) {
-                    *d = quantize(v, inv) ^ i8::MIN;
-                }
+                *s = quantize_tail_shifted(piece, d);
                 continue;
             }
+            let mut m = _mm512_setzero_ps();
+            for part in piece.chunks_exact(16) {
+                m = _mm512_max_ps(m, _mm512_abs_ps(_mm512_loadu_ps(part.as_ptr())));
+            }
+            let inv;
+            (*s, inv) = block_scale(_mm512_reduce_max_ps(m));
             let iv = _mm512_set1_ps(inv);
             let flip = _mm_set1_epi8(i8::MIN);
             for (c, part) in piece.chunks_exact(16).enumerate() {
@@ -390,26 +401,19 @@ unsafe fn quantize_rows_avx2_shifted(x: &[f32], k: usize, kp: usize, q: &mut [i8
     let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     for ((row, dst), s) in x.chunks(k).zip(q.chunks_mut(kp)).zip(scales.chunks_mut(nb)) {
         for ((piece, d), s) in row.chunks(KB).zip(dst.chunks_mut(KB)).zip(s) {
-            let p = piece.as_ptr();
-            let max = if piece.len() == KB {
-                let mut m = _mm256_setzero_ps();
-                for c in 0..KB / 8 {
-                    m = _mm256_max_ps(m, _mm256_and_ps(_mm256_loadu_ps(p.add(8 * c)), abs));
-                }
-                let m = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-                let m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-                _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps(m, m, 1)))
-            } else {
-                piece.iter().fold(0f32, |a, &v| a.max(v.abs()))
-            };
-            *s = max / 127.0;
-            let inv = if max > 0.0 { 127.0 / max } else { 0.0 };
             if piece.len() < KB {
-                for (d, &v) in d.iter_mut().zip(piece) {
-                    *d = quantize(v, inv) ^ i8::MIN;
-                }
+                *s = quantize_tail_shifted(piece, d);
                 continue;
             }
+            let p = piece.as_ptr();
+            let mut m = _mm256_setzero_ps();
+            for c in 0..KB / 8 {
+                m = _mm256_max_ps(m, _mm256_and_ps(_mm256_loadu_ps(p.add(8 * c)), abs));
+            }
+            let m = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+            let m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+            let inv;
+            (*s, inv) = block_scale(_mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps(m, m, 1))));
             let iv = _mm256_set1_ps(inv);
             for h in 0..KB / 32 {
                 let i = [0, 1, 2, 3]
