@@ -42,6 +42,11 @@ pub struct CatalogEntry {
     pub late_window: Option<usize>,
     #[serde(default)]
     pub late_stride: Option<usize>,
+    /// The sequence length the model was trained on, special tokens included, where shorter
+    /// than what it takes (sentence-transformers' all-* models: 128): chunks capped above it
+    /// get late windows of that length ([`Model::late_options`]).
+    #[serde(default)]
+    pub trained_tokens: Option<usize>,
     /// The tokens the model was trained to read (its published `max_seq_length`), for the
     /// long-context models; the model directory's own setting is what seamcut uses.
     #[serde(default)]
@@ -287,20 +292,25 @@ impl Model {
 }
 
 impl Model {
-    /// The late pass's defaults for this model: the catalog's measured window and stride where
-    /// its entry has them ([`Self::calibration`]), else [`LateOptions::for_model`]. A catalog
-    /// window longer than this copy of the model takes is cut to what it takes, and the stride
-    /// to the window.
+    /// The late pass's defaults for this model, for chunks of at most `cap` tokens (`None`: no
+    /// cap): the catalog's measured window and stride where its entry has them
+    /// ([`Self::calibration`]), else [`LateOptions::for_model`]. Where the entry names the
+    /// length the model was trained on (`trained_tokens`, special tokens included) and `cap`
+    /// is longer, the window is that length and the stride half of it: on the broad
+    /// benchmark, all-MiniLM-L6-v2 (trained on 128 tokens) gave better chunk vectors with
+    /// windows of 126 tokens every 63 than 254 every 127 at cap 256, and slightly worse ones
+    /// with the recipe at cap 128 (benches/RESULTS.md, twenty-second session). A catalog
+    /// window longer than this copy of the model takes is cut to what it takes, and the
+    /// stride to the window.
     #[must_use]
-    pub fn late_options(&self) -> LateOptions {
+    pub fn late_options(&self, cap: Option<usize>) -> LateOptions {
         let mut o = LateOptions::for_model(self.embedder.as_ref());
         if let Some((entry, _)) = self.calibration() {
-            if let Some(w) = entry.late_window {
-                let (pre, post) = self.embedder.special_ids();
-                let limit = self
-                    .embedder
-                    .max_tokens()
-                    .map_or(usize::MAX, |m| m.saturating_sub(pre.len() + post.len()));
+            let (pre, post) = self.embedder.special_ids();
+            let specials = pre.len() + post.len();
+            let limit = self.embedder.max_tokens().map_or(usize::MAX, |m| m.saturating_sub(specials));
+            let trained = entry.trained_tokens.filter(|&t| cap.is_none_or(|c| c > t));
+            if let Some(w) = trained.map(|t| t.saturating_sub(specials)).or(entry.late_window) {
                 o.window = w.min(limit).max(1);
                 o.stride = o.window.div_ceil(2);
             }

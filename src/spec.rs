@@ -95,8 +95,10 @@ pub struct ChunkerSpec {
     /// or pooled from token states of the whole document (the late pass, which then also gives
     /// chunk vectors with no second pass).
     pub unit_vectors: UnitVectors,
-    /// The late pass's window, in content tokens: `auto` (the model's measured default) or a
-    /// number (at most the model's window less its special tokens).
+    /// The late pass's window, in content tokens: `auto` (the model's measured default, which
+    /// may depend on `max_tokens`: all-MiniLM-L6-v2 reads 126 tokens every 63 above a cap of
+    /// 128, 254 every 127 at or below it) or a number (at most the model's window less its
+    /// special tokens).
     pub late_window: LateTokens,
     /// Tokens from one late window's start to the next: `auto` (half the window, or the
     /// model's measured default) or a number (1 to the window).
@@ -886,14 +888,14 @@ impl ChunkerSpec {
         })
     }
 
-    /// The late pass's options for `model`: the model's defaults
-    /// ([`crate::models::Model::late_options`]) under `late_window` and `late_stride` (a window
-    /// given alone gets half of it as its stride).
+    /// The late pass's options for `model`: the model's defaults for this spec's
+    /// `max_tokens` ([`crate::models::Model::late_options`]) under `late_window` and
+    /// `late_stride` (a window given alone gets half of it as its stride).
     ///
     /// # Errors
     /// A window or stride the model cannot take ([`LateOptions::validate`]).
     pub fn late_options(&self, model: &crate::models::Model) -> Result<LateOptions> {
-        let mut o = model.late_options();
+        let mut o = model.late_options(self.max_tokens.get());
         if let LateTokens::Fixed(w) = self.late_window {
             o.window = w;
             o.stride = w.div_ceil(2);

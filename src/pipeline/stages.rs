@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use super::batch::{self, VectorPlan};
 use super::commit::Committer;
-use super::{peak_rss, Job, JobStats, OnError, StageSeconds, Target};
+use super::{peak_rss, EmbeddingMode, Job, JobStats, OnError, StageSeconds, Target};
 use crate::chunk::ChunkSpan;
 use crate::chunkers::{DocChunks, Pending};
 use crate::corpus::Document;
@@ -216,6 +216,10 @@ pub(super) fn run(
     let (tx_fin, rx_fin) = sync_channel::<Msg<Finished>>(depth);
     let progress = progress_bar(opts.progress, opts.total_bytes);
     let mut stats = JobStats { chunker: job.chunker.describe(), done_before, ..JobStats::default() };
+    if let Some(p) = plan.as_ref().filter(|p| matches!(p.mode, EmbeddingMode::Late | EmbeddingMode::Blend)) {
+        // The late windows may depend on the model and the cap (`Model::late_options`): say which.
+        stats.chunker += &format!("; late windows {} tokens every {}", p.late.window, p.late.stride);
+    }
     let llm_before = job.chunker.llm_cost();
     let plan = plan.as_ref();
     let mut band_busy = 0.0;

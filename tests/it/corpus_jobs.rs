@@ -534,6 +534,34 @@ fn npy_rows(path: &Path) -> (Vec<f32>, usize) {
     (data, cols)
 }
 
+/// The summary says which late windows a job read: all-MiniLM-L6-v2's depend on the cap
+/// (`Model::late_options`), and a flag overrides them.
+#[test]
+fn the_summary_names_the_late_windows_the_cap_gives() {
+    let minilm = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/all-MiniLM-L6-v2");
+    if !minilm.join("model.safetensors").is_file() {
+        eprintln!("skipped: models/all-MiniLM-L6-v2 is not fetched (models/fetch-minilm.sh)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let doc = dir.path().join("d.txt");
+    std::fs::write(&doc, "Owls hunt at night. They fly without a sound.\n\nGulls follow the boats.\n")
+        .unwrap();
+    let o = dir.path().join("o.jsonl");
+    let (d, m, o) = (doc.to_str().unwrap(), minilm.to_str().unwrap(), o.to_str().unwrap());
+    for (extra, want) in [
+        (&[][..], "late windows 126 tokens every 63"),
+        (&["--max-tokens", "128"][..], "late windows 254 tokens every 127"),
+        (&["--late-stride", "126"][..], "late windows 126 tokens every 126"),
+    ] {
+        let mut args =
+            vec!["chunk", d, "--chunker", "recursive", "--model", m, "--embeddings", "blend", "-o", o];
+        args.extend_from_slice(extra);
+        let err = String::from_utf8_lossy(&ok(&args).stderr).to_string();
+        assert!(err.contains(want), "{extra:?}: {err}");
+    }
+}
+
 #[test]
 fn late_chunk_vectors_come_from_one_pass_and_equal_late_pooling_of_the_chunks() {
     let minilm = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/all-MiniLM-L6-v2");

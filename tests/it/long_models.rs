@@ -302,7 +302,7 @@ fn other_weight_names_load_too() {
 
 /// A long-context model's late pass reads macro windows up to its window (8,192 tokens at most)
 /// overlapping by 256 tokens, as the late-chunking paper's code does; a 256-token model keeps
-/// the short fallback.
+/// the short fallback, and all-MiniLM-L6-v2 the catalog's measured windows.
 #[test]
 fn long_context_models_get_macro_late_windows() {
     use seamcut::embed::late::{LateOptions, LONG_OVERLAP};
@@ -321,7 +321,32 @@ fn long_context_models_get_macro_late_windows() {
     let minilm = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models/all-MiniLM-L6-v2");
     if minilm.is_dir() {
         let o = LateOptions::for_model(load_dir(&minilm, &Compute::cpu()).unwrap().as_ref());
-        assert_eq!((o.window, o.stride), (254, 127));
+        assert_eq!((o.window, o.stride), (254, 127), "the model's own fallback");
+        // The catalog's measured windows for all-MiniLM-L6-v2, matched by its weights: above a
+        // cap of 128 tokens (the length it was trained on) 126 every 63, else its own; flags
+        // still override them.
+        let model = seamcut::models::load_shared(minilm.to_str().unwrap(), &Compute::cpu()).unwrap();
+        let windows = |cap| {
+            let o = model.late_options(cap);
+            (o.window, o.stride)
+        };
+        assert_eq!([windows(Some(256)), windows(None), windows(Some(129))], [(126, 63); 3]);
+        assert_eq!([windows(Some(128)), windows(Some(64))], [(254, 127); 2]);
+        let mut spec = seamcut::spec::ChunkerSpec::new(seamcut::chunkers::ChunkerKind::Recursive);
+        let of = |spec: &seamcut::spec::ChunkerSpec| spec.late_options(&model).map(|o| (o.window, o.stride));
+        assert_eq!(of(&spec).unwrap(), (126, 63), "the default cap, 256");
+        spec.max_tokens = seamcut::cap::Cap::new(128);
+        assert_eq!(of(&spec).unwrap(), (254, 127));
+        spec.max_tokens = seamcut::cap::Cap::new(256);
+        spec.late_stride = seamcut::spec::LateTokens::Fixed(126);
+        assert_eq!(of(&spec).unwrap(), (126, 126));
+        spec.late_window = seamcut::spec::LateTokens::Fixed(254);
+        spec.late_stride = seamcut::spec::LateTokens::Auto;
+        assert_eq!(of(&spec).unwrap(), (254, 127));
+        spec.late_window = seamcut::spec::LateTokens::Auto;
+        spec.late_stride = seamcut::spec::LateTokens::Fixed(254);
+        let e = spec.late_options(&model).unwrap_err().to_string();
+        assert!(e.contains("between 1 and the window (126 tokens), not 254"), "{e}");
     }
 }
 
