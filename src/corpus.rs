@@ -217,7 +217,9 @@ pub fn total_bytes(inputs: &[Input], format: InputFormat) -> Option<u64> {
         let Input::Path(p) = input else { return None };
         let meta = std::fs::metadata(p).ok()?;
         if meta.is_dir() {
-            for e in walkdir::WalkDir::new(p).into_iter().filter_map(std::result::Result::ok) {
+            for e in
+                walkdir::WalkDir::new(p).follow_links(true).into_iter().filter_map(std::result::Result::ok)
+            {
                 if e.file_type().is_file() && wanted(e.path(), format) {
                     total += e.metadata().map_or(0, |m| m.len());
                 }
@@ -227,6 +229,11 @@ pub fn total_bytes(inputs: &[Input], format: InputFormat) -> Option<u64> {
         }
     }
     Some(total)
+}
+
+/// Whether `path` is a symbolic link (not followed).
+fn is_link(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
 }
 
 /// Bytes inspected for NUL when deciding whether a file is binary.
@@ -385,11 +392,21 @@ impl Documents {
                     let meta = std::fs::metadata(&p).map_err(|e| Error::io(&p, e))?;
                     if meta.is_dir() {
                         let mut files = Vec::new();
-                        for entry in walkdir::WalkDir::new(&p).sort_by_file_name() {
-                            let entry = entry.map_err(|e| {
-                                let path = e.path().map_or_else(|| p.clone(), Path::to_path_buf);
-                                Error::io(path, e.into())
-                            })?;
+                        // Links are followed, as `grep -R` does: a corpus of links (a hub
+                        // cache's snapshot is one) is read, not passed over in silence. A link
+                        // that leads nowhere or back up the tree is passed over and counted.
+                        for entry in walkdir::WalkDir::new(&p).follow_links(true).sort_by_file_name() {
+                            let entry = match entry {
+                                Ok(entry) => entry,
+                                Err(e) if e.loop_ancestor().is_some() || e.path().is_some_and(is_link) => {
+                                    self.passed_over.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                                    continue;
+                                }
+                                Err(e) => {
+                                    let path = e.path().map_or_else(|| p.clone(), Path::to_path_buf);
+                                    return Err(Error::io(path, e.into()));
+                                }
+                            };
                             if !entry.file_type().is_file() {
                                 continue;
                             }

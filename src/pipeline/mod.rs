@@ -276,7 +276,8 @@ pub struct JobStats {
     pub fallback_examples: Vec<String>,
     /// The chunker's settings line (`Chunker::describe`).
     pub chunker: String,
-    /// Files met in directory walks and passed over: not of a kind the inputs take.
+    /// Files met in directory walks and passed over: not of a kind the inputs take, or links
+    /// that lead nowhere (broken, or back up the tree).
     pub passed_over: u64,
     /// What this job's LLM requests cost (LLM chunkers).
     pub llm: Option<crate::llm::LlmCost>,
@@ -343,7 +344,7 @@ impl JobStats {
         }
         if self.passed_over > 0 {
             s.push_str(&format!(
-                "; passed over {} in directories (not {})",
+                "; passed over {} in directories (not {}, or links that lead nowhere)",
                 plural(self.passed_over, "file"),
                 crate::corpus::WALKED_KINDS
             ));

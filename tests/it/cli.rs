@@ -823,6 +823,30 @@ fn a_directory_without_known_files_says_what_it_passed_over() {
     assert!(err.contains("0 documents") && err.contains("passed over 2 files in directories"), "{err}");
 }
 
+/// Links in a walked directory are followed (a hub cache's snapshot is a folder of links), and
+/// one that leads nowhere or back up the tree is passed over and counted, never an abort.
+#[cfg(unix)]
+#[test]
+fn links_in_a_directory_are_read_and_broken_ones_counted() {
+    use std::os::unix::fs::symlink;
+    let dir = tempfile::tempdir().unwrap();
+    let (real, links) = (dir.path().join("real"), dir.path().join("links"));
+    std::fs::create_dir_all(real.join("deep")).unwrap();
+    std::fs::create_dir_all(&links).unwrap();
+    std::fs::write(real.join("a.txt"), "Owls hunt at night.").unwrap();
+    std::fs::write(real.join("deep/b.md"), "Gulls follow the boats.").unwrap();
+    symlink(real.join("a.txt"), links.join("a.txt")).unwrap();
+    symlink(real.join("deep"), links.join("deep")).unwrap();
+    symlink(dir.path().join("missing.txt"), links.join("gone.txt")).unwrap();
+    symlink(&links, links.join("loop")).unwrap();
+    let out = seamcut(&["chunk", links.to_str().unwrap()], None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Owls hunt at night.") && text.contains("Gulls follow the boats."), "{text}");
+    let err = stderr(&out);
+    assert!(err.contains("2 documents") && err.contains("passed over 2 files in directories"), "{err}");
+}
+
 #[test]
 fn counts_take_their_plurals() {
     let dir = tempfile::tempdir().unwrap();
