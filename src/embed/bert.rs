@@ -255,23 +255,14 @@ impl Embedder for BertEmbedder {
         if batch.is_empty() {
             return Ok(Tensor::zeros((0, self.dim), DType::F32, &candle_core::Device::Cpu)?);
         }
-        let states = self.encoder.forward(batch)?;
-        if self.heads.is_empty() {
-            return Ok(states);
-        }
-        // Linear heads commute with the span means (super::dense).
-        self.heads.on_tokens(&states)
+        self.on_tokens(self.encoder.forward(batch)?)
     }
 
     fn token_states_rows(&self, batch: &FlatBatch, rows: &[std::ops::Range<usize>]) -> Result<Tensor> {
         if batch.is_empty() {
             return super::select_rows(&self.token_states(batch)?, rows, 0);
         }
-        let states = self.encoder.forward_rows(batch, rows)?;
-        if self.heads.is_empty() {
-            return Ok(states);
-        }
-        self.heads.on_tokens(&states)
+        self.on_tokens(self.encoder.forward_rows(batch, rows)?)
     }
 
     fn describe(&self) -> String {
@@ -280,6 +271,15 @@ impl Embedder for BertEmbedder {
 }
 
 impl BertEmbedder {
+    /// Token states through the Dense heads, if any: linear heads commute with the span means
+    /// (super::dense).
+    fn on_tokens(&self, states: Tensor) -> Result<Tensor> {
+        if self.heads.is_empty() {
+            return Ok(states);
+        }
+        self.heads.on_tokens(&states)
+    }
+
     /// Run the encoder and pool with `pooling`; L2-normalise when `unit` is set. Distillation
     /// uses the raw mean (`Mean`, `false`), as model2vec does.
     ///

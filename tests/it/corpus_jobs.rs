@@ -283,11 +283,7 @@ fn the_default_model_travels_with_the_binary_and_calibration_follows_the_weights
     assert!(err.contains("built in") && err.contains("hard_thr 0.7 calibrated for default"), "{err}");
 
     // all-MiniLM-L6-v2 under another name and path still gets its calibration.
-    let minilm = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/all-MiniLM-L6-v2");
-    if !minilm.join("model.safetensors").is_file() {
-        eprintln!("skipped: models/all-MiniLM-L6-v2 is not fetched (models/fetch-minilm.sh)");
-        return;
-    }
+    let Some(minilm) = fetched_minilm() else { return };
     let copy = dir.path().join("my-encoder");
     std::fs::create_dir_all(copy.join("1_Pooling")).unwrap();
     for f in [
@@ -308,6 +304,16 @@ fn the_default_model_travels_with_the_binary_and_calibration_follows_the_weights
         err.contains("hard_thr 0.3 calibrated for all-MiniLM-L6-v2 (matched by weights fingerprint)"),
         "{err}"
     );
+}
+
+/// models/all-MiniLM-L6-v2, where it is fetched; else `None`, and the test says it skipped.
+fn fetched_minilm() -> Option<PathBuf> {
+    let minilm = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/all-MiniLM-L6-v2");
+    if minilm.join("model.safetensors").is_file() {
+        return Some(minilm);
+    }
+    eprintln!("skipped: models/all-MiniLM-L6-v2 is not fetched (models/fetch-minilm.sh)");
+    None
 }
 
 #[test]
@@ -538,11 +544,7 @@ fn npy_rows(path: &Path) -> (Vec<f32>, usize) {
 /// (`Model::late_options`), and a flag overrides them.
 #[test]
 fn the_summary_names_the_late_windows_the_cap_gives() {
-    let minilm = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/all-MiniLM-L6-v2");
-    if !minilm.join("model.safetensors").is_file() {
-        eprintln!("skipped: models/all-MiniLM-L6-v2 is not fetched (models/fetch-minilm.sh)");
-        return;
-    }
+    let Some(minilm) = fetched_minilm() else { return };
     let dir = tempfile::tempdir().unwrap();
     let doc = dir.path().join("d.txt");
     std::fs::write(&doc, "Owls hunt at night. They fly without a sound.\n\nGulls follow the boats.\n")
@@ -564,11 +566,7 @@ fn the_summary_names_the_late_windows_the_cap_gives() {
 
 #[test]
 fn late_chunk_vectors_come_from_one_pass_and_equal_late_pooling_of_the_chunks() {
-    let minilm = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/all-MiniLM-L6-v2");
-    if !minilm.join("model.safetensors").is_file() {
-        eprintln!("skipped: models/all-MiniLM-L6-v2 is not fetched (models/fetch-minilm.sh)");
-        return;
-    }
+    let Some(minilm) = fetched_minilm() else { return };
     let m = minilm.to_str().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let input = corpus(dir.path(), 5);
