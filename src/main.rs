@@ -407,7 +407,8 @@ struct SpecArgs {
     #[arg(long, value_enum)]
     on_model_error: Option<ModelErrorPolicy>,
     /// Max–Min: hard threshold, a number or `auto`: the value calibrated for the model
-    /// (models/catalog.json, matched by the weights' fingerprint), else the paper's 0.6.
+    /// (models/catalog.json, matched by the weights' fingerprint; with --unit-vectors late,
+    /// the value calibrated for late units where there is one), else the paper's 0.6.
     #[arg(long, help_heading = "Max–Min (Kiss et al. 2025)")]
     hard_thr: Option<HardThr>,
     /// Max–Min: c, the factor on the chunk's minimum pairwise similarity. [default: 0.9]

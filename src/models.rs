@@ -31,6 +31,11 @@ pub struct CatalogEntry {
     pub dim: usize,
     #[serde(default)]
     pub hard_thr: Option<f32>,
+    /// Max–Min's `hard_thr` for unit vectors pooled from the late pass (`--unit-vectors
+    /// late`): each unit's late vector carries its neighbours, so neighbours sit closer than
+    /// units embedded alone and `hard_thr` cuts too seldom. Absent: `hard_thr`.
+    #[serde(default)]
+    pub late_hard_thr: Option<f32>,
     /// Fingerprints ([`fingerprint`]) of the weight files this entry's calibration was
     /// measured on: a model directory with one of these gets the entry's calibration
     /// whatever it is called or wherever it lies.

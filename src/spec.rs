@@ -367,8 +367,9 @@ impl MinTokens {
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub enum HardThr {
     /// The value calibrated for the model on the topic-shift benchmark
-    /// (`models/catalog.json`), found by the weights' fingerprint or the catalog name;
-    /// else the paper's 0.6 (tuned for bge-base).
+    /// (`models/catalog.json`), found by the weights' fingerprint or the catalog name, for
+    /// units embedded alone or, with `unit_vectors: late`, for late units where the entry
+    /// has such a value; else the paper's 0.6 (tuned for bge-base).
     #[default]
     Auto,
     Fixed(f64),
@@ -825,11 +826,8 @@ impl ChunkerSpec {
             ChunkerKind::Maxmin => {
                 let (hard_thr, note) = match self.maxmin.hard_thr {
                     HardThr::Fixed(t) => (t, String::new()),
-                    HardThr::Auto => match model.calibration().and_then(|(e, how)| Some((e.hard_thr?, e.name, how))) {
-                        Some((t, name, how)) => (
-                            f64::from(t),
-                            format!("; hard_thr {t} calibrated for {name} (matched by {how})"),
-                        ),
+                    HardThr::Auto => match model.calibration().and_then(|(e, how)| self.auto_hard_thr(&e, how)) {
+                        Some((t, note)) => (f64::from(t), note),
                         None => (
                             MaxMinParams::default().hard_thr,
                             format!(
@@ -940,6 +938,24 @@ impl ChunkerSpec {
             "llm" => k.is_llm(),
             "on_model_error" => !k.is_baseline(),
             _ => true,
+        }
+    }
+
+    /// `hard_thr: auto` from a catalog entry, for these unit vectors, with the summary's note:
+    /// late unit vectors take the entry's `late_hard_thr` where it has one (calibrated on the
+    /// topic-shift benchmark with late units, as `hard_thr` is with units embedded alone).
+    fn auto_hard_thr(&self, e: &crate::models::CatalogEntry, how: &str) -> Option<(f32, String)> {
+        let name = &e.name;
+        match (self.unit_vectors, e.late_hard_thr) {
+            (UnitVectors::Late, Some(t)) => {
+                Some((t, format!("; hard_thr {t} calibrated for {name}'s late unit vectors (matched by {how})")))
+            }
+            (UnitVectors::Late, None) => e.hard_thr.map(|t| {
+                (t, format!("; hard_thr {t} calibrated for {name} (matched by {how}) on units embedded alone, not on late ones"))
+            }),
+            (UnitVectors::Independent, _) => {
+                e.hard_thr.map(|t| (t, format!("; hard_thr {t} calibrated for {name} (matched by {how})")))
+            }
         }
     }
 

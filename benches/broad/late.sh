@@ -25,9 +25,10 @@
 # and for BM25: rec-text, rec-text-ctx (row f), rec-overlap. Every row is one `seamcut eval retrieval --json`
 # over the split's texts (pooled, in manifest order); chonkie-late is scored per text.
 #   benches/broad/late.sh OUT.jsonl [SPLIT]        SPLIT: dev (default), heldout
-# Settings by environment: RETRIEVERS ("all-MiniLM-L6-v2 all-mpnet-base-v2", folders in models/),
-# CAPS ("128 256"), SEAMCUT_BIN (target/release/seamcut),
-# ROWS (all of the above), LATE (flags for the late pass, e.g. "--late-window 128"),
+# Settings by environment: TEXTS (names in the manifest: only these of the split),
+# RETRIEVERS ("all-MiniLM-L6-v2 all-mpnet-base-v2", folders in models/), CAPS ("128 256"),
+# SEAMCUT_BIN (target/release/seamcut), ROWS (all of the above),
+# LATE (flags for the late pass and Max-Min, e.g. "--late-window 128", "--hard-thr 0.65"),
 # OVERLAP_SIZED ("128:80:20 256:176:44": with all-MiniLM-L6-v2's tokenizer on the dev texts,
 # windows of 88.4 and 195.9 tokens on average against rec-text's 90.2 and 201.7).
 # Then: python3 benches/broad/late_table.py OUT.jsonl
@@ -40,8 +41,9 @@ benches/broad/fetch.sh "$texts" >/dev/null
 mapfile -t names < <(python3 -c "
 import json
 m=json.load(open('benches/broad/manifest.json'))
+only='${TEXTS:-}'.split()
 for t in m['texts']:
-    if '$split'=='all' or t['split']=='$split': print(t['name'])")
+    if ('$split'=='all' or t['split']=='$split') and (not only or t['name'] in only): print(t['name'])")
 docs=(); paths=()
 for n in "${names[@]}"; do
   docs+=(--document "$texts/$n.txt" --questions "benches/broad/questions/$n.jsonl")

@@ -564,6 +564,44 @@ fn the_summary_names_the_late_windows_the_cap_gives() {
     }
 }
 
+/// Late unit vectors carry their neighbours, so Max–Min's `hard_thr: auto` takes the value
+/// calibrated for them (`late_hard_thr`), not the one for units embedded alone; a number given
+/// still wins.
+#[test]
+fn maxmin_with_late_units_takes_the_threshold_calibrated_for_them() {
+    let Some(minilm) = fetched_minilm() else { return };
+    let late = seamcut::models::catalog()
+        .into_iter()
+        .find(|e| e.name == "all-MiniLM-L6-v2")
+        .and_then(|e| e.late_hard_thr)
+        .expect("all-MiniLM-L6-v2 has a late_hard_thr");
+    let dir = tempfile::tempdir().unwrap();
+    let doc = dir.path().join("d.txt");
+    let sentences: String =
+        include_str!("../../benches/data-sentences.txt").lines().take(80).collect::<Vec<_>>().join("\n");
+    std::fs::write(&doc, sentences).unwrap();
+    let (d, m) = (doc.to_str().unwrap(), minilm.to_str().unwrap());
+    let run = |extra: &[&str]| {
+        let o = dir.path().join("o.jsonl");
+        let mut args = vec!["chunk", d, "--chunker", "maxmin", "--model", m, "-o", o.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let err = String::from_utf8_lossy(&ok(&args).stderr).to_string();
+        (std::fs::read_to_string(&o).unwrap(), err)
+    };
+    let (auto, err) = run(&["--unit-vectors", "late"]);
+    assert!(
+        err.contains(&format!("hard_thr {late} calibrated for all-MiniLM-L6-v2's late unit vectors")),
+        "{err}"
+    );
+    let late_s = late.to_string();
+    assert_eq!(auto, run(&["--unit-vectors", "late", "--hard-thr", &late_s]).0);
+    let (independent_thr, _) = run(&["--unit-vectors", "late", "--hard-thr", "0.3"]);
+    assert_ne!(auto, independent_thr, "the two thresholds cut these sentences differently");
+    // Units embedded alone keep their own calibration.
+    let (_, err) = run(&[]);
+    assert!(err.contains("hard_thr 0.3 calibrated for all-MiniLM-L6-v2 (matched by"), "{err}");
+}
+
 #[test]
 fn late_chunk_vectors_come_from_one_pass_and_equal_late_pooling_of_the_chunks() {
     let Some(minilm) = fetched_minilm() else { return };
