@@ -29,7 +29,7 @@ use crate::device::{Compute, DeviceSpec, Precision};
 use crate::embed::late::LateOptions;
 use crate::embed::tuned::PromptChoice;
 use crate::llm::LlmSpec;
-use crate::models::ModelSpec;
+use crate::models::{CatalogEntry, ModelSpec};
 use crate::rules::breakpoint::{BreakpointParams, ThresholdType};
 use crate::rules::global::GlobalParams;
 use crate::rules::maxmin::MaxMinParams;
@@ -944,18 +944,18 @@ impl ChunkerSpec {
     /// `hard_thr: auto` from a catalog entry, for these unit vectors, with the summary's note:
     /// late unit vectors take the entry's `late_hard_thr` where it has one (calibrated on the
     /// topic-shift benchmark with late units, as `hard_thr` is with units embedded alone).
-    fn auto_hard_thr(&self, e: &crate::models::CatalogEntry, how: &str) -> Option<(f32, String)> {
+    fn auto_hard_thr(&self, e: &CatalogEntry, how: &str) -> Option<(f32, String)> {
         let name = &e.name;
-        match (self.unit_vectors, e.late_hard_thr) {
-            (UnitVectors::Late, Some(t)) => {
-                Some((t, format!("; hard_thr {t} calibrated for {name}'s late unit vectors (matched by {how})")))
-            }
-            (UnitVectors::Late, None) => e.hard_thr.map(|t| {
-                (t, format!("; hard_thr {t} calibrated for {name} (matched by {how}) on units embedded alone, not on late ones"))
+        let late = self.unit_vectors == UnitVectors::Late;
+        match e.late_hard_thr.filter(|_| late) {
+            Some(t) => Some((
+                t,
+                format!("; hard_thr {t} calibrated for {name}'s late unit vectors (matched by {how})"),
+            )),
+            None => e.hard_thr.map(|t| {
+                let alone = if late { " on units embedded alone, not on late ones" } else { "" };
+                (t, format!("; hard_thr {t} calibrated for {name} (matched by {how}){alone}"))
             }),
-            (UnitVectors::Independent, _) => {
-                e.hard_thr.map(|t| (t, format!("; hard_thr {t} calibrated for {name} (matched by {how})")))
-            }
         }
     }
 
