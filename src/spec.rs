@@ -767,9 +767,7 @@ impl ChunkerSpec {
             UnitVectors::Late => Some(self.late_options(&model)?),
             UnitVectors::Independent => None,
         };
-        let late_note = late.map_or_else(String::new, |o| {
-            format!("; unit vectors late (window {}, stride {})", o.window, o.stride)
-        });
+        let late_note = late.map_or_else(String::new, |o| format!("; unit vectors late (windows of {o})"));
         let chunker = chunker
             .with_late_units(late)
             .with_splitter(splitter)

@@ -92,6 +92,21 @@ pub enum Placement {
     Centred,
 }
 
+/// How a summary line names the windows: "126 tokens every 63", or where they are centred on
+/// the spans, "126 tokens centred on the spans (every 63 across longer ones)".
+impl std::fmt::Display for LateOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.placement {
+            Placement::Grid => write!(f, "{} tokens every {}", self.window, self.stride),
+            Placement::Centred => write!(
+                f,
+                "{} tokens centred on the spans (every {} across longer ones)",
+                self.window, self.stride
+            ),
+        }
+    }
+}
+
 impl LateOptions {
     /// The model's own defaults ([`Embedder::late_window`]); for a long-context model
     /// ([`LONG_CONTEXT`]) windows of up to [`LONG_WINDOW`] tokens overlapping by

@@ -99,15 +99,10 @@ impl Retriever<'_> {
         match self {
             Self::Dense(m, _) => m.describe(),
             Self::DenseLate(m, _, o) => {
-                format!("{}, late chunk vectors (window {}, stride {})", m.describe(), o.window, o.stride)
+                format!("{}, late chunk vectors (windows of {o})", m.describe())
             }
             Self::DenseBlend(m, _, o) => {
-                format!(
-                    "{}, text + late chunk vectors (window {}, stride {})",
-                    m.describe(),
-                    o.window,
-                    o.stride
-                )
+                format!("{}, text + late chunk vectors (windows of {o})", m.describe())
             }
             Self::Bm25 => "bm25 (k1 1.5, b 0.75)".into(),
         }

@@ -218,7 +218,7 @@ pub(super) fn run(
     let mut stats = JobStats { chunker: job.chunker.describe(), done_before, ..JobStats::default() };
     if let Some(p) = plan.as_ref().filter(|p| matches!(p.mode, EmbeddingMode::Late | EmbeddingMode::Blend)) {
         // The late windows may depend on the model and the cap (`Model::late_options`): say which.
-        stats.chunker += &format!("; late windows {} tokens every {}", p.late.window, p.late.stride);
+        stats.chunker += &format!("; late windows {}", p.late);
     }
     let llm_before = job.chunker.llm_cost();
     let plan = plan.as_ref();

@@ -555,6 +555,10 @@ fn the_summary_names_the_late_windows_the_cap_gives() {
         (&[][..], "late windows 126 tokens every 63"),
         (&["--max-tokens", "128"][..], "late windows 254 tokens every 127"),
         (&["--late-stride", "126"][..], "late windows 126 tokens every 126"),
+        (
+            &["--late-placement", "centred"][..],
+            "late windows 126 tokens centred on the spans (every 63 across longer ones)",
+        ),
     ] {
         let mut args =
             vec!["chunk", d, "--chunker", "recursive", "--model", m, "--embeddings", "blend", "-o", o];
