@@ -2,7 +2,7 @@
 line on stdin, one JSON answer a line on stdout, so that a test keeps one process (and one
 connection a server) and polls a job's progress every few milliseconds.
 
-    {"uri": "http://127.0.0.1:PORT", "op": "dump" | "progress" | "drop" | "empty" | "index"
+    {"uri": "http://127.0.0.1:PORT", "op": "dump" | "drop" | "empty" | "index"
      | "describe" | "alter", "name": COLLECTION, "properties": {...} (alter)}
 """
 import json
@@ -33,13 +33,6 @@ def rows(c, name):
 def answer(req):
     c = client(req["uri"])
     name, op = req["name"], req["op"]
-    if op == "progress":
-        # Documents committed by the jobs writing the collection (their `seamcut.job.*` keys).
-        if not c.has_collection(name):
-            return 0
-        props = c.describe_collection(name).get("properties", {})
-        done = [json.loads(v) for k, v in props.items() if k.startswith("seamcut.job.")]
-        return sum(p["totals"]["items"] for p in done)
     if not c.has_collection(name):
         return None if op in ("describe", "index") else []
     if op == "dump":

@@ -194,36 +194,57 @@ impl Out {
         }
     }
 
-    /// How far the job writing this output has got: committed parts (files), items consumed
-    /// (pgvector's progress row; Chroma's progress in the collection's metadata).
-    fn progress(&self) -> u64 {
+    /// The progress records of the jobs writing a database output, `{"totals": ...,
+    /// "complete": ...}` each, as the output keeps them (pgvector's progress rows; Chroma's
+    /// collection metadata; Milvus's collection properties; LanceDB's table config).
+    fn job_records(&self) -> Vec<Value> {
         match self.kind {
-            Kind::Pg => pgvector::committed_items_at(&self.pg(), &self.name),
+            Kind::Pg => pgvector::job_records_at(&self.pg(), &self.name),
             Kind::Chroma => {
                 let url = format!("{}/{}", chroma::collections_at(&self.chroma()), self.name);
                 let Some(v) = ureq::get(&url).call().ok().and_then(|r| r.into_json::<Value>().ok()) else {
-                    return 0;
+                    return Vec::new();
                 };
                 let metadata = v["metadata"].as_object().cloned().unwrap_or_default();
                 metadata
                     .iter()
                     .filter(|(k, _)| k.starts_with("seamcut_job_"))
                     .filter_map(|(_, p)| serde_json::from_str::<Value>(p.as_str()?).ok())
-                    .map(|p| p["totals"]["items"].as_u64().unwrap_or(0))
-                    .sum()
+                    .collect()
             }
-            Kind::Milvus => milvus::committed_items_at(&self.milvus(), &self.name),
+            Kind::Milvus => milvus::job_records_at(&self.milvus(), &self.name),
             #[cfg(feature = "lancedb")]
-            Kind::Lance => super::lance::committed_items(&self.dir, self.table()),
-            _ => {
-                let partial = PathBuf::from(format!("{}.seamcut-partial", self.path().display()));
-                std::fs::read(partial.join("manifest.json"))
-                    .ok()
-                    .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-                    .and_then(|m| m["parts"].as_u64())
-                    .unwrap_or(0)
-            }
+            Kind::Lance => super::lance::job_records(&self.dir, self.table()),
+            _ => Vec::new(),
         }
+    }
+
+    fn partial(&self) -> PathBuf {
+        PathBuf::from(format!("{}.seamcut-partial", self.path().display()))
+    }
+
+    /// How far the job writing this output has got: committed parts (files), items consumed
+    /// (databases).
+    fn progress(&self) -> u64 {
+        if FILES.contains(&self.kind) {
+            return std::fs::read(self.partial().join("manifest.json"))
+                .ok()
+                .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+                .and_then(|m| m["parts"].as_u64())
+                .unwrap_or(0);
+        }
+        self.job_records().iter().map(|p| p["totals"]["items"].as_u64().unwrap_or(0)).sum()
+    }
+
+    /// Whether the job writing this output had finished it: a file in place with nothing
+    /// partial beside it; a database whose job records say complete. A kill that lands after
+    /// that (before the process exits) interrupts nothing.
+    fn finished(&self) -> bool {
+        if FILES.contains(&self.kind) {
+            return self.path().exists() && !self.partial().exists();
+        }
+        let records = self.job_records();
+        !records.is_empty() && records.iter().all(|p| p["complete"].as_bool() == Some(true))
     }
 
     /// A LanceDB table's name (the file name without `.lance`).
@@ -289,7 +310,7 @@ impl Out {
                 ] {
                     let _ = std::fs::remove_file(q);
                 }
-                let _ = std::fs::remove_dir_all(format!("{}.seamcut-partial", p.display()));
+                let _ = std::fs::remove_dir_all(self.partial());
             }
         }
     }
@@ -415,8 +436,9 @@ fn killed(out: &Out, input: &Path, extra: &[&str], steps: u64, delay_ms: u64) ->
 
 /// kill -9 at seeded moments until five kills an output have landed mid-job, each run after
 /// the first resumed; then a last `--resume` to the end gives the clean run's rows. A run that
-/// finishes before its kill is checked against the clean run there, and the next starts a new
-/// job (a resumed job near its end may well finish first).
+/// finishes before its kill, or whose output was whole when the kill landed (its last commit
+/// made, the process not yet gone), is checked against the clean run there, and the next
+/// starts a new job (a resumed job near its end may well finish first).
 #[test]
 fn kill_9() {
     let c = corpora();
@@ -429,7 +451,8 @@ fn kill_9() {
             assert!(log.len() < 25, "{kind:?}: the kills did not land mid-job ({log:?})");
             let (steps, ms) = (1 + moments.next(3), moments.next(15));
             let extra: &[&str] = if fresh { &[] } else { &["--resume"] };
-            if killed(&out, &c.input, extra, steps, ms) {
+            let stopped = killed(&out, &c.input, extra, steps, ms);
+            if stopped && !out.finished() {
                 log.push(format!("{steps} commits + {ms} ms"));
                 landed += 1;
                 if fresh {
@@ -439,7 +462,8 @@ fn kill_9() {
                 }
                 fresh = false;
             } else {
-                log.push(format!("{steps} commits + {ms} ms: finished first"));
+                let when = if stopped { "killed once its output was whole" } else { "finished first" };
+                log.push(format!("{steps} commits + {ms} ms: {when}"));
                 assert_eq!(&out.rows(), clean(kind, false), "{kind:?}: resumed to the end after {log:?}");
                 out.wipe();
                 fresh = true;

@@ -252,19 +252,18 @@ fn dump_count(dir: &Path, name: &str) -> usize {
     table(dir, name).map_or(0, |t| rt().block_on(t.count_rows(None)).unwrap())
 }
 
-/// The documents the jobs writing a table have committed, as their progress in the table's
-/// config says (`seamcut.job.*` keys).
-pub(super) fn committed_items(dir: &Path, name: &str) -> u64 {
-    let Some(t) = table(dir, name) else { return 0 };
-    let Some(native) = t.as_native() else { return 0 };
-    let Ok(manifest) = rt().block_on(native.manifest()) else { return 0 };
+/// The progress records of the jobs writing a table, as its config keeps them
+/// (`seamcut.job.*` keys): `{"totals": ..., "complete": ...}` each.
+pub(super) fn job_records(dir: &Path, name: &str) -> Vec<serde_json::Value> {
+    let Some(t) = table(dir, name) else { return Vec::new() };
+    let Some(native) = t.as_native() else { return Vec::new() };
+    let Ok(manifest) = rt().block_on(native.manifest()) else { return Vec::new() };
     manifest
         .config
         .iter()
         .filter(|(k, _)| k.starts_with("seamcut.job."))
         .filter_map(|(_, p)| serde_json::from_str::<serde_json::Value>(p).ok())
-        .map(|p| p["totals"]["items"].as_u64().unwrap_or(0))
-        .sum()
+        .collect()
 }
 
 /// The table dropped, as LanceDB's clients drop it.

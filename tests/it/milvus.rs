@@ -101,9 +101,16 @@ fn dump(name: &str) -> Vec<String> {
     dump_at(&base(), name)
 }
 
-/// The documents the jobs writing the collection have committed (their progress properties).
-pub(super) fn committed_items_at(base: &str, name: &str) -> u64 {
-    ask(base, "progress", name).as_u64().unwrap_or(0)
+/// The progress records of the jobs writing the collection (its `seamcut.job.*` properties):
+/// `{"totals": ..., "complete": ...}` each.
+pub(super) fn job_records_at(base: &str, name: &str) -> Vec<Value> {
+    let d = ask(base, "describe", name);
+    let props = d["properties"].as_object().cloned().unwrap_or_default();
+    props
+        .iter()
+        .filter(|(k, _)| k.starts_with("seamcut.job."))
+        .filter_map(|(_, p)| serde_json::from_str::<Value>(p.as_str()?).ok())
+        .collect()
 }
 
 pub(super) fn drop_at(base: &str, name: &str) {

@@ -190,15 +190,18 @@ fn replace_after_an_edit_leaves_exactly_the_new_chunks() {
     assert_eq!(others(&before), others(&after));
 }
 
-/// Items consumed by the job writing `table` on the server at `base`, per its progress row (0
-/// while it cannot be reached).
-pub(super) fn committed_items_at(base: &str, table: &str) -> u64 {
-    let Ok(mut c) = postgres::Client::connect(base, postgres::NoTls) else { return 0 };
-    let row = c.query_opt("SELECT totals FROM seamcut_jobs WHERE tbl = $1", &[&table]).ok().flatten();
-    row.map_or(0, |r| {
-        let t: String = r.get(0);
-        serde_json::from_str::<serde_json::Value>(&t).unwrap()["items"].as_u64().unwrap_or(0)
-    })
+/// The progress rows of the jobs writing `table` on the server at `base`, as
+/// `{"totals": ..., "complete": ...}` each (none while it cannot be reached).
+pub(super) fn job_records_at(base: &str, table: &str) -> Vec<serde_json::Value> {
+    let Ok(mut c) = postgres::Client::connect(base, postgres::NoTls) else { return Vec::new() };
+    let rows =
+        c.query("SELECT totals, complete FROM seamcut_jobs WHERE tbl = $1", &[&table]).unwrap_or_default();
+    rows.iter()
+        .map(|r| {
+            let (totals, complete): (String, bool) = (r.get(0), r.get(1));
+            serde_json::json!({"totals": serde_json::from_str::<serde_json::Value>(&totals).unwrap(), "complete": complete})
+        })
+        .collect()
 }
 
 #[test]
