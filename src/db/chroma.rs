@@ -194,12 +194,14 @@ impl ChromaWriter {
     fn error(&self, f: Failure, attempts: u32) -> Error {
         match f {
             Failure::Transient(m) => Error::Database(format!(
-                "{}: {m} (after {}); the batches written before it are kept: run the same job with {} once the server is back",
+                "{}: {m} (after {}); {}",
                 self.target.shown(),
                 crate::wording::plural(u64::from(attempts), "try"),
-                crate::error::named("resume")
+                crate::db::kept_until_back("the batches written before it are kept")
             )),
-            Failure::Final(m) | Failure::TooLarge(m) => Error::Config(format!("{}: {m}", self.target.shown())),
+            Failure::Final(m) | Failure::TooLarge(m) => {
+                Error::Config(format!("{}: {m}", self.target.shown()))
+            }
         }
     }
 

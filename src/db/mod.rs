@@ -332,6 +332,13 @@ impl Drop for Overlapped {
     }
 }
 
+/// What a job lost its server on keeps, and how it goes on: the one wording of every backend's
+/// error for a server that went away mid-job (`what`: the batches, the rows).
+#[must_use]
+pub fn kept_until_back(what: &str) -> String {
+    format!("{what}: run the same job with {} once the server is back", crate::error::named("resume"))
+}
+
 /// Whether a table's recorded model (`name (fingerprint)`, as [`DbOptions::model`] holds it)
 /// is this job's: by the weights' fingerprint where both have one, so the same weights named
 /// by another path (`static384`, `/data/static384`) are the same model; else by the whole text.

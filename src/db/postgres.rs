@@ -435,7 +435,7 @@ impl PgWriter {
                     // The batches before this one are in the table with the job's progress: once
                     // the server is back, the same job with --resume goes on from here.
                     let hint = if transient(&e) {
-                        format!("; the batches written before it are kept: run the same job with {} once the server is back", crate::error::named("resume"))
+                        format!("; {}", crate::db::kept_until_back("the batches written before it are kept"))
                     } else {
                         String::new()
                     };
@@ -544,10 +544,7 @@ impl PgWriter {
             );
             self.client.batch_execute(&sql).map_err(|e| {
                 let hint = if transient(&e) {
-                    format!(
-                        "; the rows are all written: run the same job with {} once the server is back",
-                        crate::error::named("resume")
-                    )
+                    format!("; {}", crate::db::kept_until_back("the rows are all written"))
                 } else {
                     String::new()
                 };
