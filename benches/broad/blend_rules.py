@@ -7,7 +7,7 @@ late.sh's format, so late_table.py makes the table with intervals, pooled and pe
 
     python3 benches/broad/blend_rules.py OUT.jsonl [--split dev] [--cap 128]
         [--model all-MiniLM-L6-v2] [--rules blend,agree,...] [--stats] [--dtype int8]
-        [--late "--late-stride 254"]
+        [--late "--late-stride 254"] [--texts NAME,NAME,...]
     python3 benches/broad/late_table.py OUT.jsonl
 
 Needs numpy and target/release/seamcut (SEAMCUT_BIN); the vectors are cached in
@@ -199,6 +199,7 @@ def main():
     ap.add_argument("--stats", action="store_true")
     ap.add_argument("--dtype", default="f32", help="every seamcut call's --dtype (chunk vectors and questions)")
     ap.add_argument("--late", default="", help='flags for the late pass only, e.g. "--late-stride 254"')
+    ap.add_argument("--texts", default="", help="only these texts of the split (names, comma-separated)")
     a = ap.parse_args()
     binary = os.environ.get("SEAMCUT_BIN", os.path.join(ROOT, "target/release/seamcut"))
     texts_dir = os.path.join(os.environ.get("SEAMCUT_CACHE", os.path.join(ROOT, "target/fetch")), "broad-texts")
@@ -206,6 +207,12 @@ def main():
     cache = os.path.join(ROOT, "target/blend-rules", f"{a.model}-{a.cap}" + ("" if a.dtype == "f32" else f"-{a.dtype}"))
     manifest = json.load(open(os.path.join(HERE, "manifest.json")))["texts"]
     names = [t["name"] for t in manifest if a.split == "all" or t["split"] == a.split]
+    if a.texts:
+        wanted = a.texts.split(",")
+        unknown = sorted(set(wanted) - set(names))
+        if unknown:
+            sys.exit(f"--texts: not in the {a.split} split: {', '.join(unknown)}")
+        names = [n for n in names if n in wanted]
     kinds = {t["name"]: t["kind"] for t in manifest}
     rules = a.rules.split(",")
     with open(a.out, "a") as out, tempfile.TemporaryDirectory() as tmp:
