@@ -55,11 +55,10 @@ def main():
             dt = dtype
             if dtype == "int8-avx2":
                 env["SEAMCUT_INT8_ISA"], dt = "avx2", "int8"
-            cmd = [binary, "chunk", os.path.join(texts, f"{name}.txt"), "--chunker", "maxmin",
+            units = ["--unit-vectors", "late"] if a.units == "late" else []
+            cmd = [binary, "chunk", os.path.join(texts, f"{name}.txt"), "--chunker", "maxmin", *units,
                    "--model", os.path.join(ROOT, "models", a.model), "--dtype", dt,
                    "--max-tokens", str(a.max_tokens), "-o", out, "--quiet"]
-            if a.units == "late":
-                cmd[5:5] = ["--unit-vectors", "late"]
             r = subprocess.run(cmd, capture_output=True, text=True, env=env)
             if r.returncode != 0:
                 sys.exit(f"{' '.join(cmd)}: {r.stderr.strip()}")

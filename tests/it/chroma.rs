@@ -8,7 +8,7 @@ use std::process::Output;
 
 use serde_json::{json, Value};
 
-use super::db_jobs::{corpus, one_line, seamcut, stderr};
+use super::db_jobs::{corpus, job_records_in, one_line, seamcut, stderr};
 
 pub(super) fn base() -> String {
     std::env::var("SEAMCUT_TEST_CHROMA").unwrap_or_else(|_| {
@@ -26,6 +26,17 @@ pub(super) fn collections_at(base: &str) -> String {
         "{}/api/v2/tenants/default_tenant/databases/default_database/collections",
         base.trim_start_matches("chroma+")
     )
+}
+
+/// The progress records of the jobs writing the collection on the server at `base` (its
+/// metadata's `seamcut_job_*` keys): `{"totals": ..., "complete": ...}` each; none while it
+/// cannot be read.
+pub(super) fn job_records_at(base: &str, name: &str) -> Vec<Value> {
+    let url = format!("{}/{name}", collections_at(base));
+    let Some(v) = ureq::get(&url).call().ok().and_then(|r| r.into_json::<Value>().ok()) else {
+        return Vec::new();
+    };
+    job_records_in(&v["metadata"], "seamcut_job_")
 }
 
 pub(super) fn drop_collection(name: &str) {

@@ -21,6 +21,17 @@ pub fn one_line(o: &Output) -> String {
     e
 }
 
+/// The progress records a collection keeps beside its rows, as JSON texts under keys that
+/// start with `prefix` (Chroma's metadata `seamcut_job_*`, Milvus's properties
+/// `seamcut.job.*`): `{"totals": ..., "complete": ...}` each.
+pub fn job_records_in(map: &serde_json::Value, prefix: &str) -> Vec<serde_json::Value> {
+    let Some(map) = map.as_object() else { return Vec::new() };
+    map.iter()
+        .filter(|(k, _)| k.starts_with(prefix))
+        .filter_map(|(_, p)| serde_json::from_str(p.as_str()?).ok())
+        .collect()
+}
+
 /// A JSONL corpus of `n` documents (`doc-000`, ...) of a few paragraphs each, with a `lang`
 /// field.
 pub fn corpus(dir: &Path, n: usize) -> PathBuf {

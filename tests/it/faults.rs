@@ -200,18 +200,7 @@ impl Out {
     fn job_records(&self) -> Vec<Value> {
         match self.kind {
             Kind::Pg => pgvector::job_records_at(&self.pg(), &self.name),
-            Kind::Chroma => {
-                let url = format!("{}/{}", chroma::collections_at(&self.chroma()), self.name);
-                let Some(v) = ureq::get(&url).call().ok().and_then(|r| r.into_json::<Value>().ok()) else {
-                    return Vec::new();
-                };
-                let metadata = v["metadata"].as_object().cloned().unwrap_or_default();
-                metadata
-                    .iter()
-                    .filter(|(k, _)| k.starts_with("seamcut_job_"))
-                    .filter_map(|(_, p)| serde_json::from_str::<Value>(p.as_str()?).ok())
-                    .collect()
-            }
+            Kind::Chroma => chroma::job_records_at(&self.chroma(), &self.name),
             Kind::Milvus => milvus::job_records_at(&self.milvus(), &self.name),
             #[cfg(feature = "lancedb")]
             Kind::Lance => super::lance::job_records(&self.dir, self.table()),

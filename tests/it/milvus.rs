@@ -12,7 +12,7 @@ use std::sync::{Mutex, OnceLock};
 
 use serde_json::{json, Value};
 
-use super::db_jobs::{corpus, one_line, seamcut, stderr};
+use super::db_jobs::{corpus, job_records_in, one_line, seamcut, stderr};
 
 /// The tests' server: `milvus://127.0.0.1:PORT`.
 pub(super) fn base() -> String {
@@ -104,13 +104,7 @@ fn dump(name: &str) -> Vec<String> {
 /// The progress records of the jobs writing the collection (its `seamcut.job.*` properties):
 /// `{"totals": ..., "complete": ...}` each.
 pub(super) fn job_records_at(base: &str, name: &str) -> Vec<Value> {
-    let d = ask(base, "describe", name);
-    let props = d["properties"].as_object().cloned().unwrap_or_default();
-    props
-        .iter()
-        .filter(|(k, _)| k.starts_with("seamcut.job."))
-        .filter_map(|(_, p)| serde_json::from_str::<Value>(p.as_str()?).ok())
-        .collect()
+    job_records_in(&ask(base, "describe", name)["properties"], "seamcut.job.")
 }
 
 pub(super) fn drop_at(base: &str, name: &str) {
