@@ -30,6 +30,7 @@ const SHAPES: &[(&str, usize, usize, usize, usize, usize, Mask)] = &[
     ("nomic_128x64", 64, 128, 12, 12, 64, Mask::Full),
     ("qwen3_8192x1", 1, 8192, 16, 8, 128, Mask::Causal),
     ("modernbert_local_8192x1", 1, 8192, 12, 12, 64, Mask::Window(64)),
+    ("minilm_128x64", 64, 128, 12, 12, 32, Mask::Full),
     ("minilm_254x16", 16, 254, 12, 12, 32, Mask::Full),
     ("mpnet_254x16", 16, 254, 12, 12, 64, Mask::Full),
 ];
@@ -58,12 +59,16 @@ fn attention(c: &mut Criterion) {
             b.iter(|| tiled(view(0), view(nh * d), view((nh + kvh) * d), &cu, heads, mask));
         });
         if nh == kvh && mask == Mask::Full {
-            // The BERT-family path (`fused::attention`): a gemm product and a softmax per
-            // (sequence, head).
+            // The BERT-family path (`fused::attention`): two products and a softmax per
+            // (sequence, head), on gemm (bf16 and int8 jobs) or on the exact kernels (f32).
             let t = candle_core::Tensor::from_slice(&qkv, (n, stride), &candle_core::Device::Cpu).unwrap();
-            g.bench_with_input(BenchmarkId::new("f32-gemm", name), &(), |b, ()| {
-                b.iter(|| seamcut::embed::fused::attention(&t, &cu, nh, heads.scale, None).unwrap());
-            });
+            for (label, exact) in [("f32-gemm", false), ("f32-exact", true)] {
+                g.bench_with_input(BenchmarkId::new(label, name), &(), |b, ()| {
+                    b.iter(|| {
+                        seamcut::embed::fused::attention(&t, &cu, nh, heads.scale, None, exact).unwrap()
+                    });
+                });
+            }
         }
     }
     g.finish();

@@ -29,7 +29,7 @@ import time
 import warnings
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-BIN = os.path.join(ROOT, "target", "release", "seamcut")
+BIN = os.environ.get("SEAMCUT_BIN") or os.path.join(ROOT, "target", "release", "seamcut")
 MODEL_DIR = {"static": os.path.join(ROOT, "models", "default"),
              "minilm": os.path.join(ROOT, "models", "all-MiniLM-L6-v2")}
 

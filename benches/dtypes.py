@@ -19,7 +19,7 @@ import statistics
 import subprocess
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-BIN = os.path.join(ROOT, "target", "release", "seamcut")
+BIN = os.environ.get("SEAMCUT_BIN") or os.path.join(ROOT, "target", "release", "seamcut")
 
 
 def run(model, lines, threads, dtype, isa):

@@ -33,7 +33,7 @@ import time
 import warnings
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-BIN = os.path.join(ROOT, "target", "release", "seamcut")
+BIN = os.environ.get("SEAMCUT_BIN") or os.path.join(ROOT, "target", "release", "seamcut")
 MODELS = {"minilm": os.path.join(ROOT, "models", "all-MiniLM-L6-v2"),
           "mpnet": os.path.join(ROOT, "models", "all-mpnet-base-v2")}
 

@@ -1,5 +1,5 @@
-//! The encoders' linear-layer products on the CPU at real shapes, per precision: f32 (`gemm`,
-//! as the fused path runs it), int8 on every path this CPU has (`seamcut::embed::int8`), and
+//! The encoders' linear-layer products on the CPU at real shapes, per precision: f32 (seamcut's
+//! kernel on each level this CPU has, as the fused path runs it, beside `gemm`'s), int8 on every path this CPU has (`seamcut::embed::int8`), and
 //! bf16 on AVX-512 BF16 and on AMX tiles where the CPU has them. Throughput in multiply-adds ×2 (GFLOP/s, or
 //! GOP/s for int8), the int8 figures including the activations' quantization.
 //!
@@ -40,9 +40,16 @@ fn products(c: &mut Criterion) {
         let xt = Tensor::from_slice(&x, (n, k), &Device::Cpu).unwrap();
         let wtt = Tensor::from_slice(&wt, (k, m), &Device::Cpu).unwrap();
         let bt = Tensor::from_slice(&b, m, &Device::Cpu).unwrap();
-        g.bench_with_input(BenchmarkId::new("f32", name), &(), |bench, ()| {
+        g.bench_with_input(BenchmarkId::new("f32-gemm", name), &(), |bench, ()| {
             bench.iter(|| seamcut::embed::fused::linear(&xt, &wtt, &bt).unwrap());
         });
+        let packed = seamcut_products::f32::Packed::new(&wt, k, m);
+        for level in 1..=seamcut_products::attention::cpu_level() {
+            let isa = if level == 2 { "avx512" } else { "avx2" };
+            g.bench_with_input(BenchmarkId::new(format!("f32-{isa}"), name), &(), |bench, ()| {
+                bench.iter(|| seamcut_products::f32::product(&x, n, &packed, Some(&b), level));
+            });
+        }
         for &isa in int8::Isa::all_here() {
             let packed = int8::Packed::with_levels(&wt, k, m, isa.weight_levels());
             g.bench_with_input(BenchmarkId::new(format!("int8-{}", isa.name()), name), &(), |bench, ()| {

@@ -21,7 +21,7 @@ use rayon::prelude::*;
 #[must_use]
 pub fn available() -> bool {
     static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *AVAILABLE.get_or_init(detect)
+    *AVAILABLE.get_or_init(|| seamcut_products::simd_cap() >= 2 && detect())
 }
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]

@@ -87,8 +87,8 @@ struct Linear {
     b: Tensor,
     /// The bias on the host, for the fused CPU ops that add it (f32 on the CPU only).
     b_host: Option<Vec<f32>>,
-    /// The weight packed for its products' kernel under `--dtype bf16` or `int8`
-    /// ([`Encoder::load`]); `wt` is then emptied.
+    /// The weight packed for its products' kernel ([`Encoder::load`]; f32 too, on CPUs with
+    /// AVX2 and FMA); `wt` is then emptied.
     packed: Option<super::packed::Weight>,
 }
 
@@ -107,7 +107,7 @@ impl Linear {
     /// Pack the weight for `products` (f32 on the CPU only), and let go of its f32 copy: the
     /// weights are held at the products' width.
     fn pack(&mut self, products: crate::device::Products) -> candle_core::Result<()> {
-        if self.b_host.is_some() && products != crate::device::Products::Tensor {
+        if self.b_host.is_some() {
             let (k, m) = self.wt.dims2()?;
             self.packed =
                 super::layers::with_host_f32(&self.wt, |wt| super::packed::Weight::new(products, wt, k, m))?;
@@ -219,6 +219,8 @@ pub struct Encoder {
     pub max_positions: usize,
     device: Device,
     dtype: DType,
+    /// The linear layers' products on the CPU: f32 ones take attention's exact kernels too.
+    products: crate::device::Products,
 }
 
 /// BERT's, RoBERTa's and MPNet's checkpoints: the encoder under its family's name, or `model.`.
@@ -306,6 +308,7 @@ impl Encoder {
             max_positions: cfg.max_position_embeddings.saturating_sub(pos_offset),
             device: vb.device().clone(),
             dtype: vb.dtype(),
+            products,
         })
     }
 
@@ -385,6 +388,7 @@ impl Encoder {
                     heads,
                     scale as f32,
                     rel_host.as_deref().map(|b| (b, l)),
+                    self.products == crate::device::Products::Tensor,
                 )?,
                 Some((gather, scatter, bias)) => {
                     self.padded_attention(&qkv, (gather, scatter, bias), rel.as_ref(), (n_seq, l), scale)?

@@ -21,6 +21,7 @@
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, CustomOp3, Layout, Shape, Tensor};
 use gemm::{gemm, Parallelism};
 use rayon::prelude::*;
+use seamcut_products::attention as tiles;
 use seamcut_products::rows;
 
 /// The vector level the CPU runs: 2 = AVX-512 (F, VL, DQ, BW), 1 = AVX2 with FMA, 0 = the
@@ -284,6 +285,15 @@ pub fn linear_host(x: &Tensor, wt: &Tensor, b: Option<&Tensor>) -> candle_core::
     Ok(product(xv, wv, (n, k, m), bias.as_deref()))
 }
 
+/// A task's buffers in [`Attention`], reused from task to task.
+#[derive(Default)]
+struct Scratch {
+    keys: tiles::PackedKeys,
+    scores: Vec<f32>,
+    ctx: Vec<f32>,
+    live: Vec<(usize, usize)>,
+}
+
 /// Attention over flat sequences, see [`attention`].
 struct Attention<'a> {
     cu_seqlens: &'a [usize],
@@ -292,6 +302,12 @@ struct Attention<'a> {
     /// `[heads, l, l]` added to the scores (MPNet's relative-position bias), `l` ≥ every
     /// sequence's length.
     bias: Option<(&'a [f32], usize)>,
+    /// The two products on seamcut's attention kernels, every value one chain of fused
+    /// multiply-adds in a fixed order (the same bits on every CPU, as the f32 linear layers'
+    /// are), or on `gemm`, whose kernels and blocking follow the CPU: 4–8% faster for
+    /// MiniLM's 128-token windows on a Zen 5 (benches/RESULTS.md), and where the linear
+    /// layers' products are bf16 or int8 the vectors differ by CPU anyway.
+    exact: bool,
 }
 
 /// A raw pointer that tasks writing disjoint parts of one buffer can share (here and in
@@ -353,82 +369,138 @@ impl CustomOp1 for Attention<'_> {
         let n_seq = self.cu_seqlens.len() - 1;
         let tasks: Vec<(usize, usize)> =
             (0..n_seq).flat_map(|s| (0..self.heads).map(move |hd| (s, hd))).collect();
-        let row = h3 as isize;
-        tasks.par_iter().with_min_len(4).for_each_init(Vec::new, |scores: &mut Vec<f32>, &(s, hd)| {
-            let (s0, s1) = (self.cu_seqlens[s], self.cu_seqlens[s + 1]);
-            let l = s1 - s0;
-            if l == 0 {
-                return;
-            }
-            // Grown, never cleared: the first product writes all l×l scores without reading
-            // them (zeroing 256 KB per head and window cost a tenth of a bf16 pass).
-            if scores.len() < l * l {
-                scores.resize(l * l, 0.0);
-            }
-            let scores = &mut scores[..l * l];
-            let base = qkv.as_ptr();
-            // SAFETY: rows s0..s1 of qkv, columns of this head in each third, are in bounds;
-            // the scores buffer is l×l; the output block (rows s0..s1, columns hd·d..(hd+1)·d)
-            // belongs to this task alone.
-            unsafe {
-                let q = base.add(s0 * h3 + hd * d);
-                let k = base.add(s0 * h3 + h + hd * d);
-                let v = base.add(s0 * h3 + 2 * h + hd * d);
-                // scores[i, j] = scale · Σc q[i, c] k[j, c]
-                gemm(
-                    l,
-                    l,
+        if self.exact {
+            let level = simd_level();
+            let view = |offset| tiles::View { data: qkv, stride: h3, offset };
+            tasks.par_iter().with_min_len(4).for_each_init(Scratch::default, |sc, &(s, hd)| {
+                let (s0, s1) = (self.cu_seqlens[s], self.cu_seqlens[s + 1]);
+                let l = s1 - s0;
+                if l == 0 {
+                    return;
+                }
+                // This head's keys and values packed for the kernels (keys in panels of 16; read in
+                // place, the values' rows, a page apart, made the context 30% slower).
+                sc.keys.fill(view(h), view(2 * h), hd, s0..s1, d, level);
+                sc.live.clear();
+                sc.live.resize(l, (0, l));
+                let step = tiles::Step {
+                    q: &qkv[s0 * h3 + hd * d..],
+                    q_stride: h3,
+                    rows: l,
+                    keys: sc.keys.keys(0),
+                    v: sc.keys.values(0),
+                    v_stride: d,
+                    cols: l,
                     d,
-                    scores.as_mut_ptr(),
-                    1,
-                    l as isize,
-                    false,
-                    q,
-                    1,
-                    row,
-                    k,
-                    row,
-                    1,
-                    0.0,
-                    self.scale,
-                    false,
-                    false,
-                    false,
-                    Parallelism::None,
-                );
-                if let Some((bias, bl)) = self.bias {
-                    for i in 0..l {
-                        let b = &bias[hd * bl * bl + i * bl..][..l];
-                        for (x, &y) in scores[i * l..(i + 1) * l].iter_mut().zip(b) {
+                    live: &sc.live,
+                };
+                // scores[i, j] = scale · Σc q[i, c] k[j, c], rows of `w` (whole panels); grown,
+                // never cleared: the kernel writes every score read below.
+                let w = step.width();
+                if sc.scores.len() < l * w {
+                    sc.scores.resize(l * w, 0.0);
+                }
+                let scores = &mut sc.scores[..l * w];
+                tiles::scores(&step, self.scale, scores, level);
+                for (i, row) in scores.chunks_exact_mut(w).enumerate() {
+                    let row = &mut row[..l];
+                    if let Some((bias, bl)) = self.bias {
+                        for (x, &y) in row.iter_mut().zip(&bias[hd * bl * bl + i * bl..][..l]) {
                             *x += y;
                         }
                     }
+                    rows::softmax_rows(level, row, l);
                 }
-                rows::softmax_rows(simd_level(), scores, l);
-                // ctx[i, c] = Σj p[i, j] v[j, c], into the output's rows and this head's columns
-                gemm(
-                    l,
-                    d,
-                    l,
-                    dst.ptr().add(s0 * h + hd * d),
-                    1,
-                    h as isize,
-                    false,
-                    scores.as_ptr(),
-                    1,
-                    l as isize,
-                    v,
-                    1,
-                    row,
-                    0.0,
-                    1.0,
-                    false,
-                    false,
-                    false,
-                    Parallelism::None,
-                );
-            }
-        });
+                // ctx[i, c] = Σj p[i, j] v[j, c], then into the output's rows and this head's columns.
+                sc.ctx.clear();
+                sc.ctx.resize(l * d, 0.0);
+                tiles::context(&step, scores, &mut sc.ctx, level);
+                for (r, row) in sc.ctx.chunks_exact(d).enumerate() {
+                    // SAFETY: rows s0..s1, columns hd·d..(hd+1)·d of the output belong to this
+                    // task alone (the tasks split the sequences and heads), in bounds of n × h.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(row.as_ptr(), dst.ptr().add((s0 + r) * h + hd * d), d)
+                    };
+                }
+            });
+        } else {
+            let row = h3 as isize;
+            tasks.par_iter().with_min_len(4).for_each_init(Vec::new, |scores: &mut Vec<f32>, &(s, hd)| {
+                let (s0, s1) = (self.cu_seqlens[s], self.cu_seqlens[s + 1]);
+                let l = s1 - s0;
+                if l == 0 {
+                    return;
+                }
+                // Grown, never cleared: the first product writes all l×l scores without reading
+                // them (zeroing 256 KB per head and window cost a tenth of a bf16 pass).
+                if scores.len() < l * l {
+                    scores.resize(l * l, 0.0);
+                }
+                let scores = &mut scores[..l * l];
+                let base = qkv.as_ptr();
+                // SAFETY: rows s0..s1 of qkv, columns of this head in each third, are in bounds;
+                // the scores buffer is l×l; the output block (rows s0..s1, columns hd·d..(hd+1)·d)
+                // belongs to this task alone.
+                unsafe {
+                    let q = base.add(s0 * h3 + hd * d);
+                    let k = base.add(s0 * h3 + h + hd * d);
+                    let v = base.add(s0 * h3 + 2 * h + hd * d);
+                    // scores[i, j] = scale · Σc q[i, c] k[j, c]
+                    gemm(
+                        l,
+                        l,
+                        d,
+                        scores.as_mut_ptr(),
+                        1,
+                        l as isize,
+                        false,
+                        q,
+                        1,
+                        row,
+                        k,
+                        row,
+                        1,
+                        0.0,
+                        self.scale,
+                        false,
+                        false,
+                        false,
+                        Parallelism::None,
+                    );
+                    if let Some((bias, bl)) = self.bias {
+                        for i in 0..l {
+                            let b = &bias[hd * bl * bl + i * bl..][..l];
+                            for (x, &y) in scores[i * l..(i + 1) * l].iter_mut().zip(b) {
+                                *x += y;
+                            }
+                        }
+                    }
+                    rows::softmax_rows(simd_level(), scores, l);
+                    // ctx[i, c] = Σj p[i, j] v[j, c], into the output's rows and this head's columns
+                    gemm(
+                        l,
+                        d,
+                        l,
+                        dst.ptr().add(s0 * h + hd * d),
+                        1,
+                        h as isize,
+                        false,
+                        scores.as_ptr(),
+                        1,
+                        l as isize,
+                        v,
+                        1,
+                        row,
+                        0.0,
+                        1.0,
+                        false,
+                        false,
+                        false,
+                        Parallelism::None,
+                    );
+                }
+            });
+        }
         // SAFETY: every (sequence, head) block was written above, and they tile n × h.
         unsafe { out.set_len(n * h) };
         Ok((CpuStorage::F32(out), Shape::from((n, h))))
@@ -439,7 +511,8 @@ impl CustomOp1 for Attention<'_> {
 /// (queries, keys, values side by side, heads contiguous within each), sequences as
 /// `cu_seqlens` delimits them; the result is the context `[tokens, hidden]`. `bias`, when
 /// given, is `[heads, l, l]` (row = query position, column = key position) added to the
-/// scaled scores.
+/// scaled scores. `exact`: the products in a fixed order of additions, the same bits on every
+/// CPU (the f32 path), or on `gemm` (faster; see [`Attention`]'s field).
 ///
 /// # Errors
 /// On another device, dtype or layout, or when the shapes do not fit.
@@ -449,8 +522,9 @@ pub fn attention(
     heads: usize,
     scale: f32,
     bias: Option<(&[f32], usize)>,
+    exact: bool,
 ) -> candle_core::Result<Tensor> {
-    qkv.apply_op1_no_bwd(&Attention { cu_seqlens, heads, scale, bias })
+    qkv.apply_op1_no_bwd(&Attention { cu_seqlens, heads, scale, bias, exact })
 }
 
 /// `LayerNorm(a + b)` over the last dimension, written over `a`: see [`add_layer_norm`].
@@ -566,5 +640,38 @@ mod tests {
             gflop / f32s,
             f32s / amx
         );
+    }
+
+    /// The exact attention (the f32 path's) gives the same bits on every vector level, with
+    /// and without MPNet's bias, for sequences not a whole panel long and heads of 32 and 64;
+    /// and it is the gemm one's within rounding.
+    #[test]
+    fn exact_attention_is_the_same_bits_on_every_level() {
+        let cu = [0usize, 1, 19, 147, 150];
+        let n = cu[4];
+        for (heads, d) in [(3usize, 32usize), (2, 64)] {
+            let h = heads * d;
+            let qkv: Vec<f32> =
+                (0..n * 3 * h).map(|i| ((i * 7919 % 1000) as f32 / 1000.0 - 0.5) * 2.0).collect();
+            let t = Tensor::from_slice(&qkv, (n, 3 * h), &candle_core::Device::Cpu).unwrap();
+            let bl = 128 + 32;
+            let bias: Vec<f32> = (0..heads * bl * bl).map(|i| (i % 11) as f32 / 11.0 - 0.5).collect();
+            for b in [None, Some((bias.as_slice(), bl))] {
+                let run = |level: u8, exact: bool| {
+                    let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+                    pool.broadcast(|_| cap_simd(level));
+                    let out = pool.install(|| attention(&t, &cu, heads, 1.0 / (d as f32).sqrt(), b, exact));
+                    out.unwrap().flatten_all().unwrap().to_vec1::<f32>().unwrap()
+                };
+                let best = run(u8::MAX, true);
+                for level in [0u8, 1] {
+                    let same = run(level, true).iter().zip(&best).all(|(a, b)| a.to_bits() == b.to_bits());
+                    assert!(same, "{heads}×{d}, bias {}: level {level} differs", b.is_some());
+                }
+                let worst =
+                    run(u8::MAX, false).iter().zip(&best).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+                assert!(worst < 1e-5, "{heads}×{d}: exact and gemm differ by {worst}");
+            }
+        }
     }
 }

@@ -161,7 +161,7 @@ impl Linear {
     /// # Errors
     /// When the weight cannot be read back from its tensor.
     pub fn pack(&mut self, products: crate::device::Products) -> candle_core::Result<()> {
-        if !fused_cpu(&self.wt) || products == crate::device::Products::Tensor {
+        if !fused_cpu(&self.wt) {
             return Ok(());
         }
         let (k, m) = self.wt.dims2()?;

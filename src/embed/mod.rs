@@ -25,9 +25,9 @@ pub mod encoder;
 pub mod fused;
 pub mod gelu;
 pub mod inspect;
-/// The int8 products of `--dtype int8` and the AVX-512 bf16 products of `--dtype bf16`
-/// (`crates/products`).
-pub use seamcut_products::{bf16, int8};
+/// The linear layers' products on the CPU (`crates/products`): f32 (`--dtype f32`, the
+/// default), the AVX-512 bf16 ones of `--dtype bf16` and the int8 ones of `--dtype int8`.
+pub use seamcut_products::{bf16, f32, int8};
 pub mod late;
 pub mod layers;
 pub mod modernbert;

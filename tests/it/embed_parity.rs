@@ -360,3 +360,51 @@ fn int8_moves_few_seams() {
     );
     assert!(same * 20 >= docs.len() * 19 && f1 >= 0.98, "{same} of {} identical, F1 {f1}", docs.len());
 }
+
+/// f32 vectors are the same bits whichever vector instructions compute them: seamcut's own
+/// f32 products, attention and pooling give one chain of additions per value on AVX-512 and
+/// on AVX2, so a run held to AVX2 by `SEAMCUT_SIMD=avx2` writes the bytes the CPU's best
+/// writes (on a CPU without AVX-512 both take AVX2, and only the setting's acceptance is
+/// checked). MiniLM, and tiny MPNet for the relative-position bias; embedded texts and the
+/// one-pass job's seams and late vectors (Parquet). An unknown value is said on stderr and
+/// ignored.
+#[test]
+fn f32_vectors_are_the_same_bits_held_to_avx2() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = dir.path().join("texts.txt");
+    let flat: Vec<String> =
+        texts().iter().map(|t| t.replace(['\n', '\r'], " ")).filter(|t| !t.trim().is_empty()).collect();
+    std::fs::write(&lines, flat.join("\n")).unwrap();
+    let doc = dir.path().join("doc.txt");
+    std::fs::write(&doc, flat.join("\n\n")).unwrap();
+    let run = |simd: &str, args: &[&str], out: &str| -> Vec<u8> {
+        let out = dir.path().join(out);
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_seamcut"))
+            .args(args)
+            .arg("-o")
+            .arg(&out)
+            .arg("-q")
+            .env("SEAMCUT_SIMD", simd)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "SEAMCUT_SIMD={simd} {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(stderr.contains("SEAMCUT_SIMD"), simd == "avx9", "SEAMCUT_SIMD={simd}: {stderr}");
+        std::fs::read(out).unwrap()
+    };
+    let minilm = root().join("models/all-MiniLM-L6-v2");
+    let mpnet = root().join("tests/fixtures/tiny-mpnet");
+    let (lines, doc) = (lines.to_str().unwrap(), doc.to_str().unwrap());
+    for model in [minilm.to_str().unwrap(), mpnet.to_str().unwrap()] {
+        let embed = ["embed", "--lines", lines, "--model", model];
+        let best = run("native", &embed, "best.npy");
+        assert_eq!(run("avx2", &embed, "avx2.npy"), best, "{model}: embed");
+        assert_eq!(run("avx9", &embed, "other.npy"), best, "{model}: an unknown SEAMCUT_SIMD");
+    }
+    let late =
+        ["chunk", doc, "--model", minilm.to_str().unwrap(), "--chunker", "maxmin", "--unit-vectors", "late"];
+    let late = [&late[..], &["--embeddings", "late"]].concat();
+    let best = run("native", &late, "best.parquet");
+    assert!(best.len() > 1000);
+    assert_eq!(run("avx2", &late, "avx2.parquet"), best, "the one-pass job: its seams and vectors");
+}

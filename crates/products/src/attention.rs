@@ -39,29 +39,32 @@ pub fn usable(level: u8) -> u8 {
 }
 
 /// The f32 loops' level this CPU has, checked once: 2 AVX-512 (F, VL, DQ, BW) with AVX2 and
-/// FMA, 1 AVX2 with FMA, else 0. seamcut's `fused::simd_level` reads it too.
+/// FMA, 1 AVX2 with FMA, else 0; no more than [`crate::simd_cap`]. seamcut's
+/// `fused::simd_level` reads it too.
 #[must_use]
 pub fn cpu_level() -> u8 {
     static HERE: std::sync::OnceLock<u8> = std::sync::OnceLock::new();
-    *HERE.get_or_init(|| {
-        #[cfg(target_arch = "x86_64")]
+    *HERE.get_or_init(|| detected_level().min(crate::simd_cap()))
+}
+
+fn detected_level() -> u8 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::is_x86_feature_detected as has;
+        if has!("avx512f")
+            && has!("avx512vl")
+            && has!("avx512dq")
+            && has!("avx512bw")
+            && has!("avx2")
+            && has!("fma")
         {
-            use std::arch::is_x86_feature_detected as has;
-            if has!("avx512f")
-                && has!("avx512vl")
-                && has!("avx512dq")
-                && has!("avx512bw")
-                && has!("avx2")
-                && has!("fma")
-            {
-                return 2;
-            }
-            if has!("avx2") && has!("fma") {
-                return 1;
-            }
+            return 2;
         }
-        0
-    })
+        if has!("avx2") && has!("fma") {
+            return 1;
+        }
+    }
+    0
 }
 
 /// Keys per panel of [`PackedKeys`]: one AVX-512 register of f32, two AVX2 registers.
@@ -84,10 +87,20 @@ impl PackedKeys {
     /// Packs head `h`'s keys and values (of `d` each) for `tokens`, on the kernels' `level`.
     pub fn fill(&mut self, k: View, v: View, h: usize, tokens: std::ops::Range<usize>, d: usize, level: u8) {
         let (t0, count) = (tokens.start, tokens.len());
+        self.fill_keys(k, h, tokens, d, level);
+        self.values.resize(count * d, 0.0);
+        for (t, dst) in self.values.chunks_exact_mut(d.max(1)).enumerate() {
+            dst.copy_from_slice(&v.data[(t0 + t) * v.stride + v.offset + h * d..][..d]);
+        }
+    }
+
+    /// [`Self::fill`]'s keys alone, for a caller that reads the values in place (a short
+    /// sequence's: its rows stay in the TLB).
+    pub fn fill_keys(&mut self, k: View, h: usize, tokens: std::ops::Range<usize>, d: usize, level: u8) {
+        let (t0, count) = (tokens.start, tokens.len());
         let panels = count.div_ceil(PANEL);
         self.d = d;
         self.keys.resize(panels * PANEL * d, 0.0);
-        self.values.resize(count * d, 0.0);
         match usable(level) {
             // SAFETY (both): the level's features were detected on this CPU.
             #[cfg(target_arch = "x86_64")]
@@ -95,9 +108,6 @@ impl PackedKeys {
             #[cfg(target_arch = "x86_64")]
             1 => unsafe { pack_panels_v3(&mut self.keys, k, h, t0, count, d) },
             _ => pack_panels(&mut self.keys, k, h, t0, count, d),
-        }
-        for (t, dst) in self.values.chunks_exact_mut(d.max(1)).enumerate() {
-            dst.copy_from_slice(&v.data[(t0 + t) * v.stride + v.offset + h * d..][..d]);
         }
     }
 
@@ -148,9 +158,68 @@ fn pack_panels(keys: &mut [f32], k: View, h: usize, t0: usize, count: usize, d: 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw,avx2,fma")]
 unsafe fn pack_panels_v4(keys: &mut [f32], k: View, h: usize, t0: usize, count: usize, d: usize) {
-    // Compiled for AVX-512 (the squares' transposition in baseline x86-64 was single values
-    // moved one by one).
-    pack_panels(keys, k, h, t0, count, d);
+    // Whole squares of 16 keys × 16 dimensions by register transposition: moved one value at
+    // a time (as `pack_panels` does, even compiled for AVX-512), packing took half as long as
+    // a 128-token window's scores at MiniLM's 32 dimensions. The rest as `pack_panels` does.
+    let whole = count / PANEL;
+    for (p, dst) in keys.chunks_exact_mut(PANEL * d).take(whole).enumerate() {
+        let mut d0 = 0;
+        while d0 + PANEL <= d {
+            let rows: [*const f32; PANEL] = std::array::from_fn(|key| {
+                k.data[(t0 + p * PANEL + key) * k.stride + k.offset + h * d + d0..][..PANEL].as_ptr()
+            });
+            transpose16(rows, dst[d0 * PANEL..(d0 + PANEL) * PANEL].as_mut_ptr());
+            d0 += PANEL;
+        }
+        for key in 0..PANEL {
+            let row = &k.data[(t0 + p * PANEL + key) * k.stride + k.offset + h * d..][..d];
+            for (dd, &x) in row.iter().enumerate().skip(d0) {
+                dst[dd * PANEL + key] = x;
+            }
+        }
+    }
+    if whole * PANEL < count {
+        let rest = &mut keys[whole * PANEL * d..];
+        pack_panels(rest, k, h, t0 + whole * PANEL, count - whole * PANEL, d);
+    }
+}
+
+/// 16 rows of 16 values (`rows[i]`, each readable for 16) written transposed to `dst`, 16
+/// rows of 16: `dst[j·16 + i] = rows[i][j]`. Pairs of values, then pairs of pairs, interleaved
+/// within each 128-bit lane, then the lanes gathered across registers.
+///
+/// # Safety
+/// The CPU has AVX-512F; every `rows[i]` has 16 values to read and `dst` 256 to write.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn transpose16(rows: [*const f32; PANEL], dst: *mut f32) {
+    use std::arch::x86_64::*;
+    let r: [__m512; 16] = std::array::from_fn(|i| _mm512_loadu_ps(rows[i]));
+    // t[2i] and t[2i+1]: rows 2i and 2i+1 interleaved, columns 0-1 and 2-3 of each lane.
+    let t: [__m512; 16] = std::array::from_fn(|x| {
+        let (a, b) = (r[x & !1], r[x | 1]);
+        if x % 2 == 0 {
+            _mm512_unpacklo_ps(a, b)
+        } else {
+            _mm512_unpackhi_ps(a, b)
+        }
+    });
+    // u[4i+c], lane L: column 4L + c of rows 4i..4i+3.
+    let u: [__m512; 16] = std::array::from_fn(|x| {
+        let (i, c) = (x / 4, x % 4);
+        let (a, b) = (_mm512_castps_pd(t[4 * i + c / 2]), _mm512_castps_pd(t[4 * i + 2 + c / 2]));
+        _mm512_castpd_ps(if c % 2 == 0 { _mm512_unpacklo_pd(a, b) } else { _mm512_unpackhi_pd(a, b) })
+    });
+    for c in 0..4 {
+        let p0 = _mm512_shuffle_f32x4::<0x44>(u[c], u[4 + c]);
+        let p1 = _mm512_shuffle_f32x4::<0xEE>(u[c], u[4 + c]);
+        let q0 = _mm512_shuffle_f32x4::<0x44>(u[8 + c], u[12 + c]);
+        let q1 = _mm512_shuffle_f32x4::<0xEE>(u[8 + c], u[12 + c]);
+        _mm512_storeu_ps(dst.add(c * PANEL), _mm512_shuffle_f32x4::<0x88>(p0, q0));
+        _mm512_storeu_ps(dst.add((4 + c) * PANEL), _mm512_shuffle_f32x4::<0xDD>(p0, q0));
+        _mm512_storeu_ps(dst.add((8 + c) * PANEL), _mm512_shuffle_f32x4::<0x88>(p1, q1));
+        _mm512_storeu_ps(dst.add((12 + c) * PANEL), _mm512_shuffle_f32x4::<0xDD>(p1, q1));
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -363,6 +432,11 @@ fn context_in<const R: usize, const C: usize>(step: &Step, p: &[f32], acc: &mut 
                     c0 += match (n == R, d - c0) {
                         (true, left) if left >= C => context_tile::<R, C>(p, w, v, vs, lo, hi, a, d),
                         (false, left) if left >= C => context_tile::<1, C>(p, w, v, vs, lo, hi, a, d),
+                        // A head of 32 (MiniLM's) in one tile, not two of 16: twice the sums
+                        // in flight.
+                        (true, left) if C > 32 && left >= 32 => {
+                            context_tile::<R, 32>(p, w, v, vs, lo, hi, a, d)
+                        }
                         (true, left) if left >= 16 => context_tile::<R, 16>(p, w, v, vs, lo, hi, a, d),
                         (false, left) if left >= 16 => context_tile::<1, 16>(p, w, v, vs, lo, hi, a, d),
                         (true, _) => context_tile::<R, 1>(p, w, v, vs, lo, hi, a, d),
@@ -512,4 +586,29 @@ pub fn exp_fused(x: f32) -> f32 {
     p = p.mul_add(r, 0.5);
     let y = (p * r).mul_add(r, r + 1.0);
     y * pow2
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The AVX-512 packing (squares transposed in registers) equals the portable one, for
+    /// spans with partial panels and head sizes with partial squares.
+    #[test]
+    fn packed_keys_are_the_same_on_every_level() {
+        let (n, stride) = (80, 3 * 96);
+        let data = crate::noise(n * stride, 9);
+        for (d, h, t0, count) in
+            [(32, 2, 0, 64), (64, 0, 3, 67), (40, 1, 5, 33), (16, 5, 0, 16), (8, 3, 1, 20)]
+        {
+            let k = View { data: &data, stride, offset: 7 };
+            let mut want = PackedKeys::default();
+            want.fill(k, k, h, t0..t0 + count, d, 0);
+            for level in 1..=cpu_level() {
+                let mut got = PackedKeys::default();
+                got.fill(k, k, h, t0..t0 + count, d, level);
+                assert_eq!(got.keys, want.keys, "d {d}, head {h}, {count} keys from {t0}, level {level}");
+            }
+        }
+    }
 }

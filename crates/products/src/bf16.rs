@@ -18,14 +18,15 @@ const BLOCK: usize = 2 * COLS;
 /// Rows each parallel task takes.
 const TASK_ROWS: usize = 32;
 
-/// Whether this CPU has AVX-512 BF16 (checked once).
+/// Whether this CPU has AVX-512 BF16 (checked once), and [`crate::simd_cap`] allows it.
 #[must_use]
 pub fn available() -> bool {
     static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *AVAILABLE.get_or_init(|| {
         #[cfg(target_arch = "x86_64")]
         {
-            std::arch::is_x86_feature_detected!("avx512bf16")
+            crate::simd_cap() >= 2
+                && std::arch::is_x86_feature_detected!("avx512bf16")
                 && std::arch::is_x86_feature_detected!("avx512bw")
         }
         #[cfg(not(target_arch = "x86_64"))]

@@ -90,7 +90,8 @@ impl Isa {
         })
     }
 
-    /// Every path this CPU can run, the generic one first (checked once: every product asks).
+    /// Every path this CPU can run, the generic one first (checked once: every product asks),
+    /// within [`crate::simd_cap`] (`avx2`: AVX2 alone, as a CPU without VNNI has it).
     #[must_use]
     pub fn all_here() -> &'static [Self] {
         static HERE: std::sync::OnceLock<Vec<Isa>> = std::sync::OnceLock::new();
@@ -98,13 +99,18 @@ impl Isa {
             let mut v = vec![Self::Generic];
             #[cfg(target_arch = "x86_64")]
             {
-                if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+                let cap = crate::simd_cap();
+                if cap >= 1
+                    && std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("fma")
+                {
                     v.push(Self::Avx2);
-                    if std::arch::is_x86_feature_detected!("avxvnni") {
+                    if cap >= 2 && std::arch::is_x86_feature_detected!("avxvnni") {
                         v.push(Self::AvxVnni);
                     }
                 }
-                if std::arch::is_x86_feature_detected!("avx512vnni")
+                if cap >= 2
+                    && std::arch::is_x86_feature_detected!("avx512vnni")
                     && std::arch::is_x86_feature_detected!("avx512bw")
                     && std::arch::is_x86_feature_detected!("fma")
                 {

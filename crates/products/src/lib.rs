@@ -1,6 +1,7 @@
-//! seamcut's reduced-precision matrix products on the CPU, for the encoders' linear layers:
+//! seamcut's matrix products on the CPU, for the encoders' linear layers:
 //! `x · w (+ b)` with `x` f32 activations `[n, k]` and `w` a weight `[k, m]` packed once at
 //! load.
+//! - [`f32`]: `--dtype f32` (the default) on CPUs with AVX2 and FMA, the same bits on each.
 //! - [`int8`]: `--dtype int8` on every x86-64 CPU (AVX-512 VNNI, AVX2, or plain loops).
 //! - [`bf16`]: `--dtype bf16` on CPUs with AVX-512 BF16 (AMD Zen 4 and later, Intel Cooper
 //!   Lake); seamcut's AMX tiles (`seamcut::embed::amx`) serve Sapphire Rapids and later.
@@ -14,8 +15,29 @@
 
 pub mod attention;
 pub mod bf16;
+pub mod f32;
 pub mod int8;
 pub mod rows;
+
+/// The widest vector level seamcut's own kernels may use, from `SEAMCUT_SIMD` (read once):
+/// `avx2` keeps them to AVX2 and FMA (no AVX-512, AVX-512 VNNI or BF16, AVX-VNNI or AMX: 1),
+/// `generic` to their portable loops (0); unset or `native`, whatever the CPU has (2). So a
+/// CPU with AVX-512 can measure and check the paths an AVX2-only CPU runs
+/// (`benches/avx2_emulated.sh`, which also builds `gemm`, whose f32 kernels seamcut does not
+/// pick, without its AVX-512 ones). A value it does not know is said on stderr and ignored.
+#[must_use]
+pub fn simd_cap() -> u8 {
+    static CAP: std::sync::OnceLock<u8> = std::sync::OnceLock::new();
+    *CAP.get_or_init(|| match std::env::var("SEAMCUT_SIMD").as_deref() {
+        Err(_) | Ok("" | "native") => 2,
+        Ok("avx2") => 1,
+        Ok("generic") => 0,
+        Ok(other) => {
+            eprintln!("seamcut: SEAMCUT_SIMD={other:?} is not native, avx2 or generic: ignored");
+            2
+        }
+    })
+}
 
 fn round_up(x: usize, to: usize) -> usize {
     x.div_ceil(to) * to
