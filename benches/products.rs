@@ -11,13 +11,14 @@ use candle_core::{Device, Tensor};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use seamcut::embed::int8;
 
-/// (name, tokens, k, m): MiniLM's QKV, feed-forward up and down, and MPNet's up, over a batch
-/// of 512 tokens.
+/// (name, tokens, k, m): MiniLM's QKV, feed-forward up and down, MPNet's up and
+/// Qwen3-Embedding-0.6B's down, over a batch of 512 tokens.
 const SHAPES: &[(&str, usize, usize, usize)] = &[
     ("minilm_qkv", 512, 384, 1152),
     ("minilm_up", 512, 384, 1536),
     ("minilm_down", 512, 1536, 384),
     ("mpnet_up", 512, 768, 3072),
+    ("qwen3_down", 512, 3072, 1024),
 ];
 
 fn noise(n: usize, mut s: u64) -> Vec<f32> {

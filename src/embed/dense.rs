@@ -103,13 +103,16 @@ impl Heads {
                 ));
             }
             let vb = super::weights::var_builder(&weights, compute.dtype, &compute.device)?;
-            let linear =
-                Linear::load(&vb, "linear", cfg.in_features, cfg.out_features, cfg.bias).map_err(|e| {
+            let mut linear = Linear::load(&vb, "linear", cfg.in_features, cfg.out_features, cfg.bias)
+                .map_err(|e| {
                     bad(format!(
                         "weights do not match its config.json: {}",
                         e.to_string().lines().next().unwrap_or_default()
                     ))
                 })?;
+            // On the CPU in f32 (whatever `--dtype` the encoder's layers take: a head is one
+            // small product), the f32 kernel's one chain per value: the same bits on every CPU.
+            linear.pack(crate::device::Products::Tensor).map_err(|e| bad(e.to_string()))?;
             heads.push(Head { linear, act });
             width = cfg.out_features;
         }
