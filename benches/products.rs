@@ -1,7 +1,8 @@
-//! The encoders' linear-layer products on the CPU at real shapes, per precision: f32 (seamcut's
-//! kernel on each level this CPU has, as the fused path runs it, beside `gemm`'s), int8 on every path this CPU has (`seamcut::embed::int8`), and
-//! bf16 on AVX-512 BF16 and on AMX tiles where the CPU has them. Throughput in multiply-adds ×2 (GFLOP/s, or
-//! GOP/s for int8), the int8 figures including the activations' quantization.
+//! The encoders' linear-layer products on the CPU at real shapes, per precision: f32
+//! (seamcut's kernel on each level this CPU has, as the fused path runs it, beside `gemm`'s),
+//! int8 on every path this CPU has (`seamcut::embed::int8`), and bf16 on AVX-512 BF16 and on
+//! AMX tiles where the CPU has them. Throughput in multiply-adds ×2 (GFLOP/s, or GOP/s for
+//! int8), the int8 figures including the activations' quantization.
 //!
 //! `cargo bench --bench products` (the machine's threads; `RAYON_NUM_THREADS` to pin). Record
 //! in benches/RESULTS.md with the CPU. The `peak` group measures what the instructions

@@ -17,7 +17,6 @@
 use std::path::Path;
 
 use candle_core::{DType, Tensor, D};
-use rayon::prelude::*;
 use serde::Deserialize;
 use tokenizers::Tokenizer;
 
@@ -336,22 +335,15 @@ impl BertEmbedder {
                 hidden.index_select(&Tensor::from_vec(last, n, &dev)?, 0)?
             }
             Pooling::Mean if dev.is_cpu() => {
-                // Each sequence's tokens summed in order, then divided by their count (as
-                // sentence-transformers does): the same bits on every CPU, which the product
-                // below is not (gemm sizes its blocks of tokens by the CPU's caches).
-                let h = hidden.dim(1)?;
-                let host = hidden.flatten_all()?.to_vec1::<f32>()?;
-                let mut sums = vec![0f32; n * h];
-                sums.par_chunks_mut(h.max(1)).zip(batch.cu_seqlens.par_windows(2)).for_each(|(o, w)| {
-                    for t in w[0]..w[1] {
-                        for (a, &x) in o.iter_mut().zip(&host[t * h..(t + 1) * h]) {
-                            *a += x;
-                        }
-                    }
-                    let len = (w[1] - w[0]).max(1) as f32;
-                    o.iter_mut().for_each(|a| *a /= len);
-                });
-                Tensor::from_vec(sums, (n, h), &dev)?
+                // Each sequence's tokens summed in order (`kernels::pool_spans`), then divided
+                // by their count, as sentence-transformers does: the same bits on every CPU,
+                // which the product below is not (gemm sizes its blocks of tokens by the CPU's
+                // caches).
+                let cu: Vec<u32> = batch.cu_seqlens.iter().map(|&c| c as u32).collect();
+                let sums = crate::kernels::pool_spans(&hidden, &cu[..n], &cu[1..], false)?;
+                let counts: Vec<f32> =
+                    batch.cu_seqlens.windows(2).map(|w| (w[1] - w[0]).max(1) as f32).collect();
+                sums.broadcast_div(&Tensor::from_vec(counts, (n, 1), &dev)?)?
             }
             Pooling::Mean => {
                 // Mean over each sequence's tokens as one product: P[i, t] = 1/len_i on its tokens.

@@ -304,9 +304,10 @@ struct Attention<'a> {
     bias: Option<(&'a [f32], usize)>,
     /// The two products on seamcut's attention kernels, every value one chain of fused
     /// multiply-adds in a fixed order (the same bits on every CPU, as the f32 linear layers'
-    /// are), or on `gemm`, whose kernels and blocking follow the CPU: 4–8% faster for
-    /// MiniLM's 128-token windows on a Zen 5 (benches/RESULTS.md), and where the linear
-    /// layers' products are bf16 or int8 the vectors differ by CPU anyway.
+    /// are), or on `gemm`, whose kernels and blocking follow the CPU: the attention 1.2× as
+    /// fast at MiniLM's 128-token windows on a Zen 5, 1.05× at MPNet's 254
+    /// (benches/RESULTS.md), and where the linear layers' products are bf16 or int8 the
+    /// vectors differ by CPU anyway.
     exact: bool,
 }
 
@@ -323,6 +324,142 @@ impl SharedOut {
     /// The pointer (a method, so a closure captures the whole `Send` wrapper, not its field).
     pub(super) fn ptr(self) -> *mut f32 {
         self.0
+    }
+}
+
+/// One (sequence, head) task of [`Attention`]: the flat QKV matrix (`3·h` wide), heads of
+/// `d`, the sequence's rows `s0..s0 + l`, the head.
+struct Head<'a> {
+    qkv: &'a [f32],
+    h: usize,
+    d: usize,
+    s0: usize,
+    l: usize,
+    hd: usize,
+}
+
+impl Attention<'_> {
+    /// Adds this head's relative-position bias (MPNet) to query row `i`'s scores.
+    fn add_bias(&self, row: &mut [f32], hd: usize, i: usize) {
+        if let Some((bias, bl)) = self.bias {
+            let n = row.len();
+            for (x, &y) in row.iter_mut().zip(&bias[hd * bl * bl + i * bl..][..n]) {
+                *x += y;
+            }
+        }
+    }
+
+    /// One head's context on the tiled attention's kernels (`exact`), written into `dst`.
+    fn exact_head(&self, sc: &mut Scratch, t: &Head, dst: SharedOut, level: u8) {
+        let Head { qkv, h, d, s0, l, hd } = *t;
+        let view = |offset| tiles::View { data: qkv, stride: 3 * h, offset };
+        // This head's keys and values packed for the kernels (keys in panels of 16; read in
+        // place, the values' rows, a page apart, made the context 30% slower).
+        sc.keys.fill(view(h), view(2 * h), hd, s0..s0 + l, d, level);
+        sc.live.clear();
+        sc.live.resize(l, (0, l));
+        let step = tiles::Step {
+            q: &qkv[s0 * 3 * h + hd * d..],
+            q_stride: 3 * h,
+            rows: l,
+            keys: sc.keys.keys(0),
+            v: sc.keys.values(0),
+            v_stride: d,
+            cols: l,
+            d,
+            live: &sc.live,
+        };
+        // scores[i, j] = scale · Σc q[i, c] k[j, c], rows of `w` (whole panels); grown, never
+        // cleared: the kernel writes every score read below.
+        let w = step.width();
+        if sc.scores.len() < l * w {
+            sc.scores.resize(l * w, 0.0);
+        }
+        let scores = &mut sc.scores[..l * w];
+        tiles::scores(&step, self.scale, scores, level);
+        for (i, row) in scores.chunks_exact_mut(w).enumerate() {
+            let row = &mut row[..l];
+            self.add_bias(row, hd, i);
+            rows::softmax_rows(level, row, l);
+        }
+        // ctx[i, c] = Σj p[i, j] v[j, c], then into the output's rows and this head's columns.
+        sc.ctx.clear();
+        sc.ctx.resize(l * d, 0.0);
+        tiles::context(&step, scores, &mut sc.ctx, level);
+        for (r, row) in sc.ctx.chunks_exact(d).enumerate() {
+            // SAFETY: rows s0..s0+l, columns hd·d..(hd+1)·d of the output belong to this task
+            // alone (the tasks split the sequences and heads), in bounds of n × h.
+            unsafe { std::ptr::copy_nonoverlapping(row.as_ptr(), dst.ptr().add((s0 + r) * h + hd * d), d) };
+        }
+    }
+
+    /// One head's context with `gemm`'s products, written into `dst`.
+    fn gemm_head(&self, scores: &mut Vec<f32>, t: &Head, dst: SharedOut, level: u8) {
+        let Head { qkv, h, d, s0, l, hd } = *t;
+        let row = (3 * h) as isize;
+        // Grown, never cleared: the first product writes all l×l scores without reading them
+        // (zeroing 256 KB per head and window cost a tenth of a bf16 pass).
+        if scores.len() < l * l {
+            scores.resize(l * l, 0.0);
+        }
+        let scores = &mut scores[..l * l];
+        let base = qkv.as_ptr();
+        // SAFETY: rows s0..s0+l of qkv, columns of this head in each third, are in bounds; the
+        // scores buffer is l×l; the output block (rows s0..s0+l, columns hd·d..(hd+1)·d)
+        // belongs to this task alone.
+        unsafe {
+            let q = base.add(s0 * 3 * h + hd * d);
+            let k = base.add(s0 * 3 * h + h + hd * d);
+            let v = base.add(s0 * 3 * h + 2 * h + hd * d);
+            // scores[i, j] = scale · Σc q[i, c] k[j, c]
+            gemm(
+                l,
+                l,
+                d,
+                scores.as_mut_ptr(),
+                1,
+                l as isize,
+                false,
+                q,
+                1,
+                row,
+                k,
+                row,
+                1,
+                0.0,
+                self.scale,
+                false,
+                false,
+                false,
+                Parallelism::None,
+            );
+            for (i, r) in scores.chunks_exact_mut(l).enumerate() {
+                self.add_bias(r, hd, i);
+            }
+            rows::softmax_rows(level, scores, l);
+            // ctx[i, c] = Σj p[i, j] v[j, c], into the output's rows and this head's columns
+            gemm(
+                l,
+                d,
+                l,
+                dst.ptr().add(s0 * h + hd * d),
+                1,
+                h as isize,
+                false,
+                scores.as_ptr(),
+                1,
+                l as isize,
+                v,
+                1,
+                row,
+                0.0,
+                1.0,
+                false,
+                false,
+                false,
+                Parallelism::None,
+            );
+        }
     }
 }
 
@@ -369,138 +506,18 @@ impl CustomOp1 for Attention<'_> {
         let n_seq = self.cu_seqlens.len() - 1;
         let tasks: Vec<(usize, usize)> =
             (0..n_seq).flat_map(|s| (0..self.heads).map(move |hd| (s, hd))).collect();
-        if self.exact {
-            let level = simd_level();
-            let view = |offset| tiles::View { data: qkv, stride: h3, offset };
-            tasks.par_iter().with_min_len(4).for_each_init(Scratch::default, |sc, &(s, hd)| {
-                let (s0, s1) = (self.cu_seqlens[s], self.cu_seqlens[s + 1]);
-                let l = s1 - s0;
-                if l == 0 {
-                    return;
+        let level = simd_level();
+        tasks.par_iter().with_min_len(4).for_each_init(Scratch::default, |sc, &(s, hd)| {
+            let (s0, s1) = (self.cu_seqlens[s], self.cu_seqlens[s + 1]);
+            if s1 > s0 {
+                let head = Head { qkv, h, d, s0, l: s1 - s0, hd };
+                if self.exact {
+                    self.exact_head(sc, &head, dst, level);
+                } else {
+                    self.gemm_head(&mut sc.scores, &head, dst, level);
                 }
-                // This head's keys and values packed for the kernels (keys in panels of 16; read in
-                // place, the values' rows, a page apart, made the context 30% slower).
-                sc.keys.fill(view(h), view(2 * h), hd, s0..s1, d, level);
-                sc.live.clear();
-                sc.live.resize(l, (0, l));
-                let step = tiles::Step {
-                    q: &qkv[s0 * h3 + hd * d..],
-                    q_stride: h3,
-                    rows: l,
-                    keys: sc.keys.keys(0),
-                    v: sc.keys.values(0),
-                    v_stride: d,
-                    cols: l,
-                    d,
-                    live: &sc.live,
-                };
-                // scores[i, j] = scale · Σc q[i, c] k[j, c], rows of `w` (whole panels); grown,
-                // never cleared: the kernel writes every score read below.
-                let w = step.width();
-                if sc.scores.len() < l * w {
-                    sc.scores.resize(l * w, 0.0);
-                }
-                let scores = &mut sc.scores[..l * w];
-                tiles::scores(&step, self.scale, scores, level);
-                for (i, row) in scores.chunks_exact_mut(w).enumerate() {
-                    let row = &mut row[..l];
-                    if let Some((bias, bl)) = self.bias {
-                        for (x, &y) in row.iter_mut().zip(&bias[hd * bl * bl + i * bl..][..l]) {
-                            *x += y;
-                        }
-                    }
-                    rows::softmax_rows(level, row, l);
-                }
-                // ctx[i, c] = Σj p[i, j] v[j, c], then into the output's rows and this head's columns.
-                sc.ctx.clear();
-                sc.ctx.resize(l * d, 0.0);
-                tiles::context(&step, scores, &mut sc.ctx, level);
-                for (r, row) in sc.ctx.chunks_exact(d).enumerate() {
-                    // SAFETY: rows s0..s1, columns hd·d..(hd+1)·d of the output belong to this
-                    // task alone (the tasks split the sequences and heads), in bounds of n × h.
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(row.as_ptr(), dst.ptr().add((s0 + r) * h + hd * d), d)
-                    };
-                }
-            });
-        } else {
-            let row = h3 as isize;
-            tasks.par_iter().with_min_len(4).for_each_init(Vec::new, |scores: &mut Vec<f32>, &(s, hd)| {
-                let (s0, s1) = (self.cu_seqlens[s], self.cu_seqlens[s + 1]);
-                let l = s1 - s0;
-                if l == 0 {
-                    return;
-                }
-                // Grown, never cleared: the first product writes all l×l scores without reading
-                // them (zeroing 256 KB per head and window cost a tenth of a bf16 pass).
-                if scores.len() < l * l {
-                    scores.resize(l * l, 0.0);
-                }
-                let scores = &mut scores[..l * l];
-                let base = qkv.as_ptr();
-                // SAFETY: rows s0..s1 of qkv, columns of this head in each third, are in bounds;
-                // the scores buffer is l×l; the output block (rows s0..s1, columns hd·d..(hd+1)·d)
-                // belongs to this task alone.
-                unsafe {
-                    let q = base.add(s0 * h3 + hd * d);
-                    let k = base.add(s0 * h3 + h + hd * d);
-                    let v = base.add(s0 * h3 + 2 * h + hd * d);
-                    // scores[i, j] = scale · Σc q[i, c] k[j, c]
-                    gemm(
-                        l,
-                        l,
-                        d,
-                        scores.as_mut_ptr(),
-                        1,
-                        l as isize,
-                        false,
-                        q,
-                        1,
-                        row,
-                        k,
-                        row,
-                        1,
-                        0.0,
-                        self.scale,
-                        false,
-                        false,
-                        false,
-                        Parallelism::None,
-                    );
-                    if let Some((bias, bl)) = self.bias {
-                        for i in 0..l {
-                            let b = &bias[hd * bl * bl + i * bl..][..l];
-                            for (x, &y) in scores[i * l..(i + 1) * l].iter_mut().zip(b) {
-                                *x += y;
-                            }
-                        }
-                    }
-                    rows::softmax_rows(simd_level(), scores, l);
-                    // ctx[i, c] = Σj p[i, j] v[j, c], into the output's rows and this head's columns
-                    gemm(
-                        l,
-                        d,
-                        l,
-                        dst.ptr().add(s0 * h + hd * d),
-                        1,
-                        h as isize,
-                        false,
-                        scores.as_ptr(),
-                        1,
-                        l as isize,
-                        v,
-                        1,
-                        row,
-                        0.0,
-                        1.0,
-                        false,
-                        false,
-                        false,
-                        Parallelism::None,
-                    );
-                }
-            });
-        }
+            }
+        });
         // SAFETY: every (sequence, head) block was written above, and they tile n × h.
         unsafe { out.set_len(n * h) };
         Ok((CpuStorage::F32(out), Shape::from((n, h))))

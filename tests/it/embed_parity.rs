@@ -401,9 +401,19 @@ fn f32_vectors_are_the_same_bits_held_to_avx2() {
         assert_eq!(run("avx2", &embed, "avx2.npy"), best, "{model}: embed");
         assert_eq!(run("avx9", &embed, "other.npy"), best, "{model}: an unknown SEAMCUT_SIMD");
     }
-    let late =
-        ["chunk", doc, "--model", minilm.to_str().unwrap(), "--chunker", "maxmin", "--unit-vectors", "late"];
-    let late = [&late[..], &["--embeddings", "late"]].concat();
+    let model = minilm.to_str().unwrap();
+    let late = [
+        "chunk",
+        doc,
+        "--model",
+        model,
+        "--chunker",
+        "maxmin",
+        "--unit-vectors",
+        "late",
+        "--embeddings",
+        "late",
+    ];
     let best = run("native", &late, "best.parquet");
     assert!(best.len() > 1000);
     assert_eq!(run("avx2", &late, "avx2.parquet"), best, "the one-pass job: its seams and vectors");

@@ -292,9 +292,6 @@ unsafe fn tile_v3<const R: usize>(
     let bias = if last { bias } else { None };
     for (r, row) in acc.iter().enumerate() {
         let dst = o.add((t.r0 + r) * m + j);
-        let mut v = [0f32; 16];
-        _mm256_storeu_ps(v.as_mut_ptr(), row[0]);
-        _mm256_storeu_ps(v.as_mut_ptr().add(8), row[1]);
         if width == 16 {
             if let Some(bias) = bias {
                 let b0 = _mm256_add_ps(row[0], _mm256_loadu_ps(bias.as_ptr().add(j)));
@@ -306,6 +303,9 @@ unsafe fn tile_v3<const R: usize>(
                 _mm256_storeu_ps(dst.add(8), row[1]);
             }
         } else {
+            let mut v = [0f32; 16];
+            _mm256_storeu_ps(v.as_mut_ptr(), row[0]);
+            _mm256_storeu_ps(v.as_mut_ptr().add(8), row[1]);
             for (i, &v) in v[..width].iter().enumerate() {
                 *dst.add(i) = bias.map_or(v, |b| v + b[j + i]);
             }
